@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from medrl.types import ParsedResponse
+from medrl.types import ParsedResponse, Step
 
 _TAG = {
     name: (
@@ -128,6 +128,205 @@ def completion_text(completion) -> str:
         if isinstance(msg, dict):
             content = msg.get("content", "")
             if isinstance(content, list):
-                return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+                parts = (p.get("text") for p in content if isinstance(p, dict))
+                return "".join(t for t in parts if isinstance(t, str))
             return content if isinstance(content, str) else ""
     return ""
+
+
+# --------------------------------------------------------------------------------------------
+# Sentence-level reasoning steps (MRPO 000_20b05565d28598f4.txt Sec. 3 and 4.2: the reasoning
+# is split into K sentence-level steps r_1..r_K) and their token spans (Eq. 7 acts per token).
+# --------------------------------------------------------------------------------------------
+
+# Line breaks always end a step. Same characters as str.splitlines() except the rare
+# information separators, which only count as whitespace.
+_LINE = re.compile(r"[^\n\r\x0b\x0c\x85\u2028\u2029]+")
+
+# List markers at the start of a step: "1." "2)" "(3)" "Step 2:" "**Step 2:**" "- " "* " "• "
+# "## ". They are formatting, not content: they are left out of the step text (their tokens then
+# belong to no step and keep the sequence-level advantage).
+_MARKER = re.compile(
+    r"""(?:
+        \#{1,6}(?=\s)                                   # markdown heading
+      | [-*+\u2022\u2023\u25e6\u00b7\u2013\u2014](?=\s) # bullets
+      | \(?\d{1,3}[.)](?=\s|$)                          # 1.  2)  (3)
+      | \*{0,2}step\s*\d{1,3}\s*[:.)\-\u2013]?\*{0,2}[:.)\-\u2013]?(?=\s|$)   # Step 2:
+    )\s*""",
+    re.IGNORECASE | re.VERBOSE,
+)
+
+# A candidate sentence end: terminal punctuation, optional closing quotes/brackets, then
+# whitespace or the end of the line. CJK full stops end a sentence without a following space.
+_END = re.compile(r"""[.!?\u2026]+["'\u2019\u201d)\]]*(?=\s|$)|[\u3002\uff01\uff1f]+""")
+
+# Words that end with a period but (almost) never end a sentence. Compared in lower case
+# without the final period. Units such as "cm." are *not* here: "3 cm. The lesion" ends a
+# sentence, while "3 cm. in diameter" does not split because a lower-case word follows.
+_ABBREVIATIONS = frozenset(
+    "e.g i.e eg ie approx vs v dr drs fig figs cf mr mrs ms prof eq eqs ref refs resp incl "
+    "viz al ca esp est".split()
+)
+# Abbreviations only before a number ("No. 3", "Vol. 2"); "no." before a word ends a sentence
+# ("The answer is no. The lung is clear.").
+_NUMBER_ABBREVIATIONS = frozenset("no nos vol pp p".split())
+
+
+def _is_sentence_end(line: str, m: re.Match) -> bool:
+    """Heuristic: does the punctuation matched by ``m`` end a sentence inside ``line``?"""
+    if m.group(0)[0] in "\u3002\uff01\uff1f":
+        return True
+    rest = line[m.end():].lstrip()
+    if not rest:
+        return True
+    nxt = rest[0]
+    if nxt.islower():  # "3 cm. in diameter", "e.g. the"
+        return False
+    if "." not in m.group(0) or m.group(0).startswith(".."):
+        return True  # "!" / "?" / "..." before a non-lower-case character
+    word = line[: m.start()].rsplit(None, 1)[-1] if line[: m.start()].strip() else ""
+    word = word.lstrip("\"'([{\u201c\u2018").lower()
+    if word in _ABBREVIATIONS:
+        return False
+    if word in _NUMBER_ABBREVIATIONS and nxt.isdigit():
+        return False
+    return True
+
+
+def split_steps(reasoning: str) -> list[Step]:
+    """Split reasoning text into sentence-level steps r_1..r_K (heuristic sentence splitter).
+
+    MRPO (000_20b05565d28598f4.txt, Sec. 3 and Eq. 7) scores and reshapes the reasoning per
+    sentence-level step; the paper does not give its splitter, so this one is the project's:
+
+    - every line break ends a step; empty lines give no step;
+    - inside a line a step ends at ``.``/``!``/``?``/``...`` (plus closing quotes/brackets)
+      followed by whitespace and a character that is not lower case, or at a CJK full stop;
+    - no split after common abbreviations (``e.g.``, ``i.e.``, ``approx.``, ``vs.``, ``Dr.``,
+      ``Fig.``, ``et al.``, ...), nor after ``No.``/``Vol.`` before a number; decimals
+      (``2.5 cm``) never split (no whitespace after the point); a unit before a lower-case word
+      (``3 cm. in size``) does not split;
+    - leading list markers (``1.``, ``2)``, ``(3)``, ``Step 2:``, ``- ``, ``* ``, ``•``) are
+      not part of the step; a step with no letter or digit (``...``, ``---``) is dropped.
+
+    Each :class:`Step` has ``text == reasoning[start:end]`` with no surrounding whitespace.
+    Never raises: empty, whitespace-only or non-string input gives ``[]``.
+    """
+    if not isinstance(reasoning, str):
+        return []
+    steps: list[Step] = []
+    for line_m in _LINE.finditer(reasoning):
+        line, base = line_m.group(0), line_m.start()
+        pos = 0
+        while pos < len(line):
+            # skip whitespace and list markers at the start of the step
+            while True:
+                stripped = len(line) - len(line[pos:].lstrip())
+                pos = max(pos, stripped)
+                mk = _MARKER.match(line, pos)
+                if mk is None or mk.end() == pos:
+                    break
+                pos = mk.end()
+            if pos >= len(line):
+                break
+            end = len(line)
+            for m in _END.finditer(line, pos):
+                if _is_sentence_end(line, m):
+                    end = m.end()
+                    break
+            seg = line[pos:end]
+            a = pos + (len(seg) - len(seg.lstrip()))
+            b = end - (len(seg) - len(seg.rstrip()))
+            if b > a and any(ch.isalnum() for ch in line[a:b]):
+                steps.append(Step(reasoning[base + a : base + b], base + a, base + b))
+            pos = end
+    return steps
+
+
+def completion_steps(text: str) -> list[Step]:
+    """Steps of the ``<think>`` reasoning of a completion, with spans into the *full* text.
+
+    ``text[step.start:step.end] == step.text`` for every step; ``[]`` when the completion has no
+    ``<think>...</think>`` block (or is not a string). Never raises.
+    """
+    parsed = parse_response(text)
+    if parsed.reasoning is None or parsed.reasoning_span is None:
+        return []
+    off = parsed.reasoning_span[0]
+    return [Step(s.text, s.start + off, s.end + off) for s in split_steps(parsed.reasoning)]
+
+
+def _as_pairs(offsets) -> list[tuple[int, int]]:
+    if hasattr(offsets, "tolist"):  # torch tensor / numpy array
+        offsets = offsets.tolist()
+    try:
+        pairs = [(int(a), int(b)) for a, b in offsets]
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            "step_token_spans: offsets must be a sequence of (char_start, char_end) pairs, "
+            f"as from a fast tokenizer with return_offsets_mapping=True ({exc})"
+        ) from None
+    return pairs
+
+
+def step_token_spans(text: str, steps: list[Step], offsets) -> list[tuple[int, int]]:
+    """Token index spans ``[start, end)`` of each step, from a tokenizer's offset mapping.
+
+    ``offsets[t] = (char_start, char_end)`` of token ``t`` in ``text`` (a HF fast tokenizer with
+    ``return_offsets_mapping=True``; a tensor or array of shape (T, 2) also works). A token
+    belongs to a step when its character range overlaps the step's span, so a step that
+    starts or ends inside a token (byte-level BPE merges "Ġ" spaces and punctuation) includes
+    that token. A token overlapping two steps goes to the **earlier** step; the later step
+    starts after it, so spans never overlap and are ordered: ``0 <= s_1 <= e_1 <= s_2 <= ...
+    <= num_tokens``. Tokens with an empty range (special tokens, ``(0, 0)``) belong to no step.
+    A step that gets no token has the empty span ``(s, s)``, with ``s`` the first token ending
+    after the step's start (``num_tokens`` if none), kept no earlier than the previous span's end.
+
+    Raises ValueError when ``steps`` do not index ``text`` (``text[start:end] != step.text``),
+    are out of order or overlap, or ``offsets`` is malformed.
+    """
+    from bisect import bisect_right
+
+    if not isinstance(text, str):
+        raise ValueError(f"step_token_spans: text must be a str, got {type(text).__name__}")
+    pairs = _as_pairs(offsets)
+    prev_end = 0
+    for k, st in enumerate(steps):
+        if not isinstance(st, Step):
+            raise ValueError(f"step_token_spans: step {k} is {type(st).__name__}, not a Step")
+        if not (0 <= st.start <= st.end <= len(text)) or text[st.start : st.end] != st.text:
+            raise ValueError(
+                f"step_token_spans: step {k} ({st.start}, {st.end}) {st.text[:40]!r} does not "
+                "index this text; build steps with completion_steps(text) on the same text"
+            )
+        if st.start < prev_end:
+            raise ValueError(f"step_token_spans: step {k} starts before step {k - 1} ends")
+        prev_end = st.end
+
+    k_steps = len(steps)
+    starts = [s.start for s in steps]
+    ends = [s.end for s in steps]
+    first = [-1] * k_steps
+    last = [-1] * k_steps
+    for t, (cs, ce) in enumerate(pairs):
+        if ce <= cs:
+            continue
+        j = bisect_right(ends, cs)  # earliest step ending after the token starts
+        while j < k_steps and ends[j] <= starts[j]:  # empty step: covers nothing
+            j += 1
+        if j < k_steps and starts[j] < ce:
+            if first[j] < 0:
+                first[j] = t
+            last[j] = t
+    spans: list[tuple[int, int]] = []
+    prev = 0
+    n = len(pairs)
+    for j in range(k_steps):
+        if first[j] >= 0:
+            s, e = max(first[j], prev), max(last[j] + 1, prev)
+        else:
+            s = next((t for t, (cs, ce) in enumerate(pairs) if ce > cs and ce > starts[j]), n)
+            s = e = max(s, prev)
+        spans.append((s, e))
+        prev = e
+    return spans

@@ -1,0 +1,348 @@
+"""Advantage estimators as pure tensor functions: GRPO, GDPO and MRPO step-wise token shaping.
+
+Shapes: ``N`` = number of completions in the batch (``num_prompts * group_size``, completions
+of one prompt contiguous, as TRL orders them), ``R`` = number of reward functions, ``B`` =
+completions on this process, ``T`` = completion length in tokens (padded).
+
+Unscorable rewards (a reward function returned ``None``) arrive as NaN, exactly as in TRL: they
+are left out of means and standard deviations, and a completion whose reward is NaN gets
+advantage 0 (it is never silently scored 0 or 1).
+
+``ADVANTAGES`` names the estimators for recipes: ``grpo``, ``gdpo``, ``mrpo``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import torch
+
+from medrl.registry import Registry
+
+ADVANTAGES = Registry("advantage", modules=["medrl.advantages"])
+
+GRPO_SCALES = ("group", "batch", "none")
+
+
+def _nanstd(x: torch.Tensor, dim: int | None = None, keepdim: bool = False) -> torch.Tensor:
+    """NaN-ignoring *unbiased* (Bessel-corrected) standard deviation; NaN when fewer than two
+    values. Same numbers as ``trl.trainer.utils.nanstd`` (TRL 1.16), which GRPOTrainer uses."""
+    dims = dim if dim is not None else tuple(range(x.dim()))
+    mean = torch.nanmean(x, dim=dims, keepdim=True)
+    var = torch.nanmean((x - mean) ** 2, dim=dims, keepdim=True)
+    count = (~torch.isnan(x)).sum(dim=dims, keepdim=True)
+    corr = torch.where(count > 1, count / (count - 1), torch.full_like(var, float("nan")))
+    std = torch.sqrt(var * corr)
+    return std if keepdim else std.squeeze(dims)
+
+
+def _none_to_nan(x):
+    if isinstance(x, (list, tuple)):
+        return [float("nan") if v is None else _none_to_nan(v) for v in x]
+    return x
+
+
+def _float_tensor(x, name: str, ndim: int, want: str | None = None) -> torch.Tensor:
+    """``x`` as a float tensor of ``ndim`` dims; ``None`` entries of a list become NaN."""
+    try:
+        t = torch.as_tensor(_none_to_nan(x))
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise ValueError(f"{name} must be numeric (a tensor or list of numbers): {exc}") from None
+    if not torch.is_floating_point(t):
+        t = t.to(torch.float32)
+    if t.dim() != ndim:
+        want = want or ("(N,)" if ndim == 1 else "(N, R)")
+        raise ValueError(f"{name} must have shape {want}, got shape {tuple(t.shape)}")
+    return t
+
+
+def _check_groups(n: int, group_size: int, name: str) -> None:
+    if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
+        raise ValueError(f"group_size must be a positive int, got {group_size!r}")
+    if n % group_size:
+        raise ValueError(
+            f"{name} has {n} completions, not a multiple of group_size={group_size} "
+            "(completions of one prompt must be contiguous groups)"
+        )
+
+
+@ADVANTAGES.register("grpo")
+def grpo_advantages(
+    rewards, group_size: int, eps: float = 1e-4, scale: str = "group"
+) -> torch.Tensor:
+    """Group-relative advantages ``A_i = (R_i - mean_g(R)) / (std(R) + eps)``.
+
+    Papers: MRPO 000_20b05565d28598f4.txt Eq. 6; ARMed 001_46ab1c0cc2c66f17.txt Eq. 1;
+    CAPO 002_37d042df30c2f660.txt Eq. 5 (its ``+delta`` in the denominator is ``eps``);
+    StepGRPO 004_e0b907c1e61319f8.txt Eq. 4; MediX-R1 003_d5d6a0d73a50ab79.txt Sec. 2.2.
+
+    Args:
+        rewards: (N,) total reward per completion; NaN = unscorable.
+        group_size: G, completions per prompt (N must be a multiple of G).
+        eps: added to the standard deviation (not to the variance).
+        scale: ``"group"`` divide by the std of the prompt's group (TRL default, the papers);
+            ``"batch"`` divide by the std of the whole batch (mean still per group);
+            ``"none"`` no division (Dr. GRPO).
+
+    Returns:
+        (N,) advantages; 0 where the reward is NaN.
+
+    Conventions follow TRL 1.16 ``GRPOTrainer._generate_and_score_completions``
+    (``multi_objective_aggregation="sum_then_normalize"``): the std is unbiased (Bessel's
+    correction, ``trl.trainer.utils.nanstd``), ``eps`` is added to the std, NaN rewards are left
+    out of mean/std and their advantage is set to 0, and with ``group_size == 1`` the group std
+    is taken as 0 (so the advantage is 0).
+    """
+    r = _float_tensor(rewards, "rewards", 1)
+    if scale not in GRPO_SCALES:
+        raise ValueError(f"scale must be one of {GRPO_SCALES}, got {scale!r}")
+    _check_groups(r.numel(), group_size, "rewards")
+    if r.numel() == 0:
+        return r.clone()
+    grouped = r.view(-1, group_size)
+    mean = torch.nanmean(grouped, dim=1).repeat_interleave(group_size)
+    adv = r - mean
+    if scale == "group":
+        std = (
+            _nanstd(grouped, dim=1).repeat_interleave(group_size)
+            if group_size > 1
+            else torch.zeros_like(r)
+        )
+        adv = adv / (std + eps)
+    elif scale == "batch":
+        std = _nanstd(r).expand_as(r) if r.numel() > 1 else torch.zeros_like(r)
+        adv = adv / (std + eps)
+    return torch.nan_to_num(adv, nan=0.0)
+
+
+@ADVANTAGES.register("gdpo")
+def gdpo_advantages(rewards, weights, group_size: int, eps: float = 1e-4) -> torch.Tensor:
+    """GDPO: group-normalise each reward on its own, weighted sum, then normalise over the batch.
+
+    GDPO (arXiv 2601.05242), the baseline of MRPO 000_20b05565d28598f4.txt Table 2:
+    ``z_ik = (r_ik - mean_g(r_k)) / (std_g(r_k) + eps)``, ``s_i = sum_k w_k z_ik``,
+    ``A_i = (s_i - mean_batch(s)) / (std_batch(s) + eps)``.
+
+    Args:
+        rewards: (N, R) reward of each of R reward functions per completion; NaN = unscorable.
+        weights: (R,) reward weights.
+        group_size: G, completions per prompt (N must be a multiple of G).
+        eps: added to both standard deviations.
+
+    Returns:
+        (N,) advantages.
+
+    Same computation as TRL 1.16 ``GRPOTrainer`` with ``multi_objective_aggregation=
+    "normalize_then_sum"``: unbiased NaN-ignoring stds, ``eps`` on the std, a NaN z counts as 0
+    in the weighted sum, a completion whose rewards are all NaN is left out of the batch
+    statistics and gets advantage 0; with ``group_size == 1`` the group std is taken as 0.
+    """
+    r = _float_tensor(rewards, "rewards", 2)
+    w = torch.as_tensor(weights, dtype=r.dtype, device=r.device)
+    if w.dim() != 1 or w.numel() != r.shape[1]:
+        raise ValueError(
+            f"weights must have shape (R,) = ({r.shape[1]},) to match rewards {tuple(r.shape)}, "
+            f"got {tuple(w.shape)}"
+        )
+    _check_groups(r.shape[0], group_size, "rewards")
+    if r.shape[0] == 0:
+        return r.new_zeros(0)
+    n, k = r.shape
+    unscorable = torch.isnan(r).all(dim=1)
+    grouped = r.view(-1, group_size, k)
+    mean_k = torch.nanmean(grouped, dim=1, keepdim=True)
+    std_k = _nanstd(grouped, dim=1, keepdim=True) if group_size > 1 else torch.zeros_like(mean_k)
+    z = ((grouped - mean_k) / (std_k + eps)).view(n, k)
+    s = (z * w.unsqueeze(0)).nansum(dim=1)
+    s[unscorable] = float("nan")
+    std = _nanstd(s).expand_as(s) if s.numel() > 1 else torch.zeros_like(s)
+    adv = (s - torch.nanmean(s)) / (std + eps)
+    return torch.nan_to_num(adv, nan=0.0)
+
+
+# MRPO App. D.2 shaping functions f(p), p = (k-1)/(K-1): an invalid step's tokens get -f(p)|A_i|.
+SHAPING: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "exponential": lambda p: torch.exp(1.0 - p),
+    "linear": lambda p: 1.0 - p,
+    "quadratic": lambda p: (1.0 - p) ** 2,
+    "uniform": lambda p: torch.ones_like(p),
+}
+STRATEGIES = ("selective", "full", "soft")
+SOFT_FACTOR = 0.5  # MRPO App. D.3 "scaled by a factor of 0.5"
+
+
+def _valid_flag(v, i: int, k: int) -> bool:
+    if hasattr(v, "valid"):  # a StepVerdict
+        return bool(v.valid)
+    if hasattr(v, "item"):  # numpy / torch scalar
+        try:
+            v = v.item()
+        except (ValueError, RuntimeError):
+            pass  # more than one element: rejected below
+    if isinstance(v, bool) or (isinstance(v, (int, float)) and v in (0, 1)):
+        return bool(v)
+    raise ValueError(f"step_valid[{i}][{k}] must be a bool (or 0/1 or a StepVerdict), got {v!r}")
+
+
+@ADVANTAGES.register("mrpo")
+def mrpo_token_advantages(
+    advantages,
+    answer_rewards,
+    step_valid: Sequence[Sequence[bool] | None],
+    step_token_spans: Sequence[Sequence[tuple[int, int]] | None],
+    num_tokens: int,
+    tau: float = 0.6,
+    shaping: str = "exponential",
+    strategy: str = "selective",
+) -> torch.Tensor:
+    """MRPO step-wise token advantages (000_20b05565d28598f4.txt Eq. 7, App. D.2, App. D.3).
+
+    For rollout i with K steps and step k (1-based), ``p_k = (k-1)/(K-1)`` (0 when K = 1).
+    For a token of step r_k of a *reshaped* rollout::
+
+        A_hat[i, t] = -f(p_k) * |A_i|   if R_proc(r_k) = 0 (invalid step)
+        A_hat[i, t] = +|A_i|            if R_proc(r_k) = 1 (valid step)
+
+    and ``A_hat[i, t] = A_i`` for every other token (outside all steps: ``<think>`` tags,
+    list markers, the answer, padding) and for rollouts that are not reshaped.
+    f (App. D.2): ``exponential`` exp(1-p) (Eq. 7, default), ``linear`` 1-p, ``quadratic``
+    (1-p)^2, ``uniform`` 1. Which rollouts are reshaped (App. D.3):
+
+    - ``selective`` (MRPO, default): only rollouts whose answer is judged incorrect,
+      ``R_ans <= tau`` (tau = 0.6, Sec. 4.2). A NaN R_ans is not reshaped.
+    - ``full``: every rollout, whatever its answer reward.
+    - ``soft``: every rollout, with the reshaped step-token values multiplied by 0.5.
+      Project reading of "applies the same reshaping to all instances but scaled by a factor
+      of 0.5": the reshaped value is halved (``0.5 * A_hat``), tokens outside steps keep A_i.
+
+    Args:
+        advantages: (B,) sequence-level advantages A_i (e.g. from :func:`grpo_advantages`).
+        answer_rewards: (B,) answer rewards R_ans (MRPO Eq. 2).
+        step_valid: B lists of K_i step validities R_proc(r_k) (bools, 0/1 or StepVerdicts);
+            ``None`` for a rollout without verdicts (it keeps A_i everywhere).
+        step_token_spans: B lists of K_i token spans [start, end) into the completion tokens
+            (from :func:`medrl.parsing.step_token_spans`); within a rollout they must not
+            overlap; ``None`` like above.
+        num_tokens: T, the completion length (``completion_ids.shape[1]``).
+
+    Returns:
+        (B, T) token advantages, dtype and device of ``advantages``.
+
+    Vectorised: spans become a (M, T) membership mask (M = total steps), combined by
+    ``index_add_``; the python loop only collects the span list.
+    """
+    a = _float_tensor(advantages, "advantages", 1, "(B,)")
+    b = a.shape[0]
+    # kept in its own dtype (a python list becomes float64): casting float32 0.6 to float64
+    # would make R_ans = tau = 0.6 compare as greater than tau
+    if not isinstance(answer_rewards, torch.Tensor):
+        try:
+            answer_rewards = torch.as_tensor(
+                _none_to_nan(list(answer_rewards)), dtype=torch.float64
+            )
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise ValueError(f"answer_rewards must be (B,) numbers: {exc}") from None
+    r_ans = _float_tensor(answer_rewards, "answer_rewards", 1, "(B,)").to(device=a.device)
+    if r_ans.shape != (b,):
+        raise ValueError(
+            f"answer_rewards must have shape (B,) = ({b},) like advantages, "
+            f"got {tuple(r_ans.shape)}"
+        )
+    if isinstance(num_tokens, bool) or not isinstance(num_tokens, int) or num_tokens < 0:
+        raise ValueError(f"num_tokens must be a non-negative int, got {num_tokens!r}")
+    if shaping not in SHAPING:
+        raise ValueError(f"shaping must be one of {tuple(SHAPING)}, got {shaping!r}")
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+    if len(step_valid) != b or len(step_token_spans) != b:
+        raise ValueError(
+            f"step_valid ({len(step_valid)}) and step_token_spans ({len(step_token_spans)}) "
+            f"must have one entry per rollout (B = {b})"
+        )
+
+    rows: list[int] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    valid: list[bool] = []
+    pos: list[float] = []
+    for i, (flags, spans) in enumerate(zip(step_valid, step_token_spans)):
+        if flags is None or spans is None:
+            continue
+        if len(flags) != len(spans):
+            raise ValueError(
+                f"rollout {i}: {len(flags)} step verdicts but {len(spans)} step token spans"
+            )
+        n_steps = len(spans)
+        prev_end = 0
+        for k, span in enumerate(spans):
+            try:
+                s, e = (int(x) for x in span)
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"rollout {i} step {k}: span must be (start, end), got {span!r}"
+                ) from None
+            if not (0 <= s <= e <= num_tokens):
+                raise ValueError(
+                    f"rollout {i} step {k}: token span ({s}, {e}) outside "
+                    f"[0, num_tokens={num_tokens}]"
+                )
+            if s < prev_end:
+                raise ValueError(
+                    f"rollout {i} step {k}: token span ({s}, {e}) overlaps or precedes the "
+                    f"previous step (ends at {prev_end}); spans must be ordered and disjoint"
+                )
+            prev_end = e
+            rows.append(i)
+            starts.append(s)
+            ends.append(e)
+            valid.append(_valid_flag(flags[k], i, k))
+            pos.append(k / (n_steps - 1) if n_steps > 1 else 0.0)
+
+    out = a.unsqueeze(1).expand(b, num_tokens).clone()
+    if not rows or num_tokens == 0:
+        return out
+
+    if strategy == "selective":
+        reshaped = r_ans <= tau  # (B,); NaN compares False
+    else:
+        reshaped = torch.ones(b, dtype=torch.bool, device=a.device)
+
+    dev = a.device
+    row_t = torch.tensor(rows, device=dev)
+    p = torch.tensor(pos, dtype=a.dtype, device=dev)
+    valid_t = torch.tensor(valid, device=dev)
+    mult = torch.where(valid_t, torch.ones_like(p), -SHAPING[shaping](p))  # (M,)
+    if strategy == "soft":
+        mult = mult * SOFT_FACTOR
+    t_idx = torch.arange(num_tokens, device=dev)
+    member = (t_idx >= torch.tensor(starts, device=dev).unsqueeze(1)) & (
+        t_idx < torch.tensor(ends, device=dev).unsqueeze(1)
+    )  # (M, T)
+    member = member & reshaped[row_t].unsqueeze(1)
+    token_mult = torch.zeros(b, num_tokens, dtype=a.dtype, device=dev)
+    token_mult.index_add_(0, row_t, member.to(a.dtype) * mult.unsqueeze(1))
+    covered = torch.zeros(b, num_tokens, dtype=a.dtype, device=dev)
+    covered = covered.index_add_(0, row_t, member.to(a.dtype)) > 0
+    return torch.where(covered, token_mult * a.abs().unsqueeze(1), out)
+
+
+def shaping_factor(k: int, n_steps: int, shaping: str = "exponential") -> float:
+    """f(p_k) for step k (1-based) of K (MRPO App. D.2), as a plain float (for reports/tests)."""
+    if shaping not in SHAPING:
+        raise ValueError(f"shaping must be one of {tuple(SHAPING)}, got {shaping!r}")
+    if not (1 <= k <= n_steps):
+        raise ValueError(f"step index k={k} outside 1..K={n_steps}")
+    p = (k - 1) / (n_steps - 1) if n_steps > 1 else 0.0
+    return float(SHAPING[shaping](torch.tensor(p, dtype=torch.float64)))
+
+
+__all__ = [
+    "ADVANTAGES",
+    "GRPO_SCALES",
+    "SHAPING",
+    "STRATEGIES",
+    "gdpo_advantages",
+    "grpo_advantages",
+    "mrpo_token_advantages",
+    "shaping_factor",
+]
