@@ -1,0 +1,115 @@
+"""Plumbing shared by the reward callables: columns, parsed answers, unscorable rows.
+
+TRL calls a reward function with ``prompts``, ``completions`` and every dataset column as a
+keyword argument (one value per completion, the prompt's row repeated for each rollout), plus
+a few extras of its own (``completion_ids``, ``trainer_state``, ...). These helpers read the
+columns the rewards need and keep the rule "a row without a reference scores ``None``, never 0
+or 1" in one place.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from medrl.parsing import completion_text, parse_response
+from medrl.types import ParsedResponse
+
+
+class Reward:
+    """A named, picklable reward callable with TRL's signature.
+
+    ``Reward(name, batch_fn, **options)(prompts, completions, **columns)`` returns
+    ``batch_fn(completions, columns, reward=name, **options)``; ``batch_fn`` is a module-level
+    function, so the object pickles (for reward workers in other processes) and TRL logs it
+    under ``__name__``.
+    """
+
+    def __init__(self, name: str, batch_fn: Callable[..., list], **options: Any):
+        self.__name__ = name
+        self.batch_fn = batch_fn
+        self.options = options
+
+    def __call__(self, prompts, completions, **columns) -> list[float | None]:
+        return self.batch_fn(completions, columns, reward=self.__name__, **self.options)
+
+    def __repr__(self) -> str:
+        return f"Reward({self.__name__!r}, {self.options})"
+
+
+def answer_metric(completions: Sequence[Any], columns: dict, *, reward: str,
+                  metric: Callable[..., list[float]], **metric_options: Any) -> list[float | None]:
+    """Batch function for :class:`Reward`: ``metric(preds, refs, **metric_options)`` on the
+    parsed answers vs the ``answer`` column (see :func:`score_answers`)."""
+    return score_answers(completions, columns, lambda p, r: metric(p, r, **metric_options), reward=reward)
+
+
+def texts_of(completions: Sequence[Any]) -> list[str]:
+    """The text of each TRL completion (string or chat messages)."""
+    return [completion_text(c) for c in completions]
+
+
+def parse_all(completions: Sequence[Any]) -> list[ParsedResponse]:
+    return [parse_response(t) for t in texts_of(completions)]
+
+
+def column(kwargs: dict, name: str, n: int, *, required: bool = False, reward: str = "") -> list:
+    """The column ``name`` as a list of ``n`` values; all ``None`` when TRL did not pass it.
+
+    ``required=True`` turns a missing column into a ValueError naming the reward and the column
+    (for columns only the trainer can provide, where silently scoring nothing would hide a bug).
+    """
+    if name not in kwargs or kwargs[name] is None:
+        if required:
+            raise ValueError(
+                f"reward {reward or '?'}: needs the {name!r} column (one value per completion); "
+                f"got columns {sorted(kwargs)}"
+            )
+        return [None] * n
+    values = list(kwargs[name])
+    if len(values) != n:
+        raise ValueError(
+            f"reward {reward or '?'}: column {name!r} has {len(values)} values for {n} completions"
+        )
+    return values
+
+
+def reference_text(value: Any) -> str | None:
+    """A usable reference string, or None when missing/blank (the row is then unscorable)."""
+    if value is None:
+        return None
+    if isinstance(value, float) and value != value:  # NaN from pandas-backed datasets
+        return None
+    text = value if isinstance(value, str) else str(value)
+    text = text.strip()
+    return text or None
+
+
+def answer_rows(completions: Sequence[Any], kwargs: dict, *, reward: str
+                ) -> tuple[list[ParsedResponse], list[str | None], list[int]]:
+    """Parsed completions, reference answers (``None`` if missing/blank) and scorable rows."""
+    n = len(completions)
+    refs = [reference_text(r) for r in column(kwargs, "answer", n, reward=reward)]
+    parsed = parse_all(completions)
+    return parsed, refs, [i for i in range(n) if refs[i] is not None]
+
+
+def score_answers(
+    completions: Sequence[Any],
+    kwargs: dict,
+    metric: Callable[[list[str], list[str]], list[float]],
+    *,
+    reward: str,
+) -> list[float | None]:
+    """Score each parsed ``<answer>`` against the ``answer`` column with a batch ``metric``.
+
+    A missing ``<answer>`` block counts as the empty answer (the metric scores it, normally 0);
+    a missing/blank reference gives ``None``. ``metric(preds, refs)`` is called once, on the
+    scorable rows only.
+    """
+    parsed, refs, idx = answer_rows(completions, kwargs, reward=reward)
+    out: list[float | None] = [None] * len(completions)
+    if idx:
+        scores = metric([parsed[i].answer or "" for i in idx], [refs[i] for i in idx])
+        for i, s in zip(idx, scores):
+            out[i] = float(s)
+    return out

@@ -1,0 +1,27 @@
+"""Format reward (MediX-R1 003_d5d6a0d73a50ab79.txt Sec. 2.3.3 and App. A.9; ARMed
+001_46ab1c0cc2c66f17.txt "Format Reward", R_f in Eq. 14).
+
+R_format = 1 if, from the first ``<think>``, the response is exactly
+``<think>...</think> <answer>...</answer>`` (see :func:`medrl.parsing.is_well_formed`), else 0.
+"""
+
+from __future__ import annotations
+
+from medrl.parsing import parse_response
+from medrl.rewards import REWARDS
+from medrl.rewards.base import Reward, texts_of
+
+
+def format_reward(text: str) -> float:
+    """1.0 when ``text`` is well formed (``parse_response(text).well_formed``), else 0.0."""
+    return 1.0 if parse_response(text).well_formed else 0.0
+
+
+def format_batch(completions, columns, *, reward="format") -> list[float]:
+    return [format_reward(t) for t in texts_of(completions)]
+
+
+@REWARDS.register("format")
+def make_format() -> Reward:
+    """Factory for the format reward (no options). Every row is scorable."""
+    return Reward("format", format_batch)

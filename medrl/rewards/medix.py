@@ -1,0 +1,152 @@
+"""MediX-R1 rewards (003_d5d6a0d73a50ab79.txt Sec. 2.3, 4.2 and App. A.9).
+
+Composite (Sec. 2.3): r = 0.10 * R_format + 0.5175 * R_llm + 0.3375 * R_embed + 0.045 * R_modality
+(= 0.1 format + 0.9 x (0.575, 0.375, 0.05) over the non-format terms). In training these are
+four TRL rewards with :data:`MEDIX_WEIGHTS` as weights (``format``, ``medix_llm`` from
+:mod:`medrl.rewards.judged`, ``medix_embed``, ``modality``); :func:`composite_reward` computes
+the same sum from component values.
+
+Answer guards (App. A.9 code, Sec. 4.2 exploits), shared by R_llm and R_embed through
+:func:`answer_guard`; they decide a row without the judge or the embedding where they can:
+
+- the answer is the parsed ``<answer>`` text (a response with no ``<answer>`` block scores 0;
+  the paper's code falls back to the whole response, which would let an unformatted response be
+  judged); answer and reference are stripped of whitespace and of '.' at both ends;
+- empty or one-character answer -> 0 (``<answer>-</answer>`` against "Renal artery"). Project
+  change: a one-character answer equal to a one-character reference ("2" for "How many ...?")
+  is an exact match, not an exploit, and gets 1;
+- exact match -> 1 (project: compared case-insensitively with whitespace runs collapsed; the
+  paper compares raw strings, and a judge accepts a case change anyway);
+- heuristic placeholder guard (project addition, Sec. 4.2 "LLM judge exploit"): template text
+  such as "[insert your answer here ...]", "<your answer>" or "your answer here" -> 0;
+- heuristic: an answer with no letter or digit at all ("--", "?!") -> 0.
+
+R_embed (Sec. 2.3.2, 4.2 "Embedding gating"): after the guards, 0 if the answer is shorter
+than ``min_chars`` characters or ``min_words`` words, or if more than ``max_nonalnum_ratio`` of
+its non-space characters are neither letters nor digits; otherwise punctuation is replaced by
+spaces in both texts and R_embed = 1 if cos(e_pred, e_ref) >= 0.8 else 0.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+
+from medrl.rewards import REWARDS
+from medrl.rewards.base import Reward, answer_rows
+
+MEDIX_WEIGHTS = {"format": 0.10, "llm": 0.5175, "embed": 0.3375, "modality": 0.045}
+
+_PLACEHOLDER = re.compile(
+    r"""\[[^\]]*\b(?:insert|your|answer\s+here|placeholder|fill\s+in)\b[^\]]*\]   # [insert ...]
+      | <\s*(?:your|insert)[^>]*>                                                # <your answer>
+      | \{\s*(?:your|insert|answer)[^}]*\}                                       # {answer}
+      | \binsert\s+(?:your|the|an?)\s+(?:final\s+)?answer\b
+      | \byour\s+(?:final\s+)?answer\s+(?:goes\s+)?here\b
+      | \banswer\s+goes\s+here\b""",
+    re.IGNORECASE | re.VERBOSE,
+)
+_PUNCT_TABLE = str.maketrans({c: " " for c in string.punctuation})
+
+
+def clean_answer(text: str | None) -> str:
+    """Whitespace and '.' stripped from both ends (App. A.9: ``strip()`` then ``strip('.')``)."""
+    return (text or "").strip().strip(".").strip()
+
+
+def _match_key(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def is_placeholder(text: str) -> bool:
+    """Heuristic: does the answer contain template/placeholder text instead of an answer?"""
+    return bool(_PLACEHOLDER.search(text or ""))
+
+
+def answer_guard(pred: str | None, ref: str) -> float | None:
+    """The shared MediX-R1 guards: 0.0 / 1.0 when they decide, None when a scorer must decide.
+
+    ``pred`` is the parsed ``<answer>`` text (None when the block is missing), ``ref`` the
+    reference answer. See the module docstring for the rules and their order.
+    """
+    p, r = clean_answer(pred), clean_answer(ref)
+    if not p:
+        return 0.0
+    if _match_key(p) == _match_key(r) and (len(p) > 1 or len(r) == 1):
+        return 1.0
+    if len(p) == 1:
+        return 0.0
+    if is_placeholder(p) or not any(ch.isalnum() for ch in p):
+        return 0.0
+    return None
+
+
+def nonalnum_ratio(text: str) -> float:
+    """Share of the non-space characters that are neither letters nor digits (0.0 if none)."""
+    chars = [c for c in text if not c.isspace()]
+    return sum(1 for c in chars if not c.isalnum()) / len(chars) if chars else 0.0
+
+
+def embedding_gate(pred: str, min_chars: int = 2, min_words: int = 1,
+                   max_nonalnum_ratio: float = 0.5) -> bool:
+    """Heuristic gate (Sec. 4.2 (ii)): True when ``pred`` may be scored by embedding similarity."""
+    p = clean_answer(pred)
+    return (len(p) >= min_chars and len(p.split()) >= min_words
+            and nonalnum_ratio(p) <= max_nonalnum_ratio)
+
+
+def strip_punctuation(text: str) -> str:
+    """ASCII punctuation replaced by spaces, whitespace collapsed (done before embedding)."""
+    return " ".join(text.translate(_PUNCT_TABLE).split())
+
+
+def embed_rewards(preds: list[str | None], refs: list[str], threshold: float = 0.8,
+                  model: str | None = None, min_chars: int = 2, min_words: int = 1,
+                  max_nonalnum_ratio: float = 0.5) -> list[float]:
+    """R_embed for a batch: guards, gate, then 1.0 if cosine >= ``threshold`` else 0.0."""
+    from medrl.embeddings import cosine_pairs
+
+    out: list[float | None] = [answer_guard(p, r) for p, r in zip(preds, refs)]
+    todo = []
+    for i, (p, r) in enumerate(zip(preds, refs)):
+        if out[i] is None:
+            a, b = strip_punctuation(clean_answer(p)), strip_punctuation(clean_answer(r))
+            if not embedding_gate(p, min_chars, min_words, max_nonalnum_ratio) or not a or not b:
+                out[i] = 0.0
+            else:
+                todo.append((i, a, b))
+    if todo:
+        sims = cosine_pairs([a for _, a, _ in todo], [b for _, _, b in todo], model)
+        for (i, _, _), s in zip(todo, sims):
+            out[i] = 1.0 if s >= threshold else 0.0
+    return [float(v) for v in out]
+
+
+def composite_reward(r_format: float | None, r_llm: float | None, r_embed: float | None,
+                     r_modality: float | None, weights: dict = MEDIX_WEIGHTS) -> float | None:
+    """MediX-R1 composite: w_fmt*R_format + w_llm*R_llm + w_emb*R_embed + w_mod*R_modality.
+
+    None when any component is None (unscorable). Weights default to 0.10/0.5175/0.3375/0.045.
+    """
+    parts = {"format": r_format, "llm": r_llm, "embed": r_embed, "modality": r_modality}
+    if any(v is None for v in parts.values()):
+        return None
+    return sum(weights[k] * float(v) for k, v in parts.items())
+
+
+def embed_batch(completions, columns, *, reward="medix_embed", **options) -> list[float | None]:
+    """Batch function of the ``medix_embed`` reward (parsed answers, ``None`` without a reference)."""
+    parsed, refs, idx = answer_rows(completions, columns, reward=reward)
+    out: list[float | None] = [None] * len(completions)
+    scores = embed_rewards([parsed[i].answer for i in idx], [refs[i] for i in idx], **options)
+    for i, s in zip(idx, scores):
+        out[i] = s
+    return out
+
+
+@REWARDS.register("medix_embed")
+def make_medix_embed(*, threshold: float = 0.8, model: str | None = None, min_chars: int = 2,
+                     min_words: int = 1, max_nonalnum_ratio: float = 0.5) -> Reward:
+    """R_embed (Sec. 2.3.2) of the parsed ``<answer>`` vs ``answer``; ``None`` without a reference."""
+    return Reward("medix_embed", embed_batch, threshold=threshold, model=model, min_chars=min_chars,
+                  min_words=min_words, max_nonalnum_ratio=max_nonalnum_ratio)

@@ -1,0 +1,82 @@
+"""MRPO rewards (000_20b05565d28598f4.txt Sec. 4.1): answer, length and total.
+
+- Answer reward, Eq. 2: R_ans = lambda1 * (ROUGE-1 + BLEU-1) + lambda2 * BERTScore,
+  lambda1 = 0.25, lambda2 = 0.5 (so R_ans lies in [0, 1]).
+- Length reward, Eq. 4, for K sentence-level reasoning steps:
+  R_len = -(K_min - K) / K_min if K < K_min; -(K - K_max) / K_max if K > K_max; else 0;
+  K_min = 4, K_max = 10.
+- Total, Eq. 5: R_tot = R_ans + (1/K) * sum_k R_proc(r_k) + R_len, where R_proc(r_k) = 1 for a
+  valid step (Eq. 3; judged, see :mod:`medrl.rewards.judged`). With K = 0 the process term is 0.
+
+In training the three terms are three TRL reward functions with weight 1 each (``mrpo_answer``,
+``mrpo_process`` from the judges, ``mrpo_length``): their weighted sum is Eq. 5. Steps come from
+:func:`medrl.parsing.split_steps` on the ``<think>`` text; no ``<think>`` block means K = 0.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from medrl.parsing import split_steps
+from medrl.rewards import REWARDS
+from medrl.rewards.base import Reward, answer_metric, parse_all
+from medrl.rewards.lexical import bleu1, rouge1
+from medrl.rewards.semantic import bertscore_f1
+
+K_MIN, K_MAX = 4, 10
+
+
+def answer_reward(rouge1: float, bleu1: float, bertscore: float,
+                  lambda1: float = 0.25, lambda2: float = 0.5) -> float:
+    """MRPO Eq. 2: lambda1 * (ROUGE-1 + BLEU-1) + lambda2 * BERTScore."""
+    return lambda1 * (rouge1 + bleu1) + lambda2 * bertscore
+
+
+def length_reward(num_steps: int, k_min: int = K_MIN, k_max: int = K_MAX) -> float:
+    """MRPO Eq. 4: linear penalty for a step count outside [k_min, k_max]."""
+    if not 0 < k_min <= k_max:
+        raise ValueError(f"length_reward: need 0 < k_min <= k_max, got {k_min}, {k_max}")
+    if num_steps < k_min:
+        return -(k_min - num_steps) / k_min
+    if num_steps > k_max:
+        return -(num_steps - k_max) / k_max
+    return 0.0
+
+
+def process_reward(step_valid: Sequence[bool]) -> float:
+    """The process term of Eq. 5: (1/K) * sum_k R_proc(r_k); 0.0 when K = 0."""
+    return sum(1.0 for v in step_valid if v) / len(step_valid) if step_valid else 0.0
+
+
+def total_reward(r_ans: float, step_valid: Sequence[bool], r_len: float) -> float:
+    """MRPO Eq. 5: R_ans + mean_k R_proc(r_k) + R_len (``step_valid[k]`` = R_proc(r_k) == 1)."""
+    return r_ans + process_reward(step_valid) + r_len
+
+
+def answer_rewards(preds: Sequence[str], refs: Sequence[str], model: str | None = None,
+                   num_layers: int | None = None, lambda1: float = 0.25,
+                   lambda2: float = 0.5) -> list[float]:
+    """Eq. 2 for a batch of (answer, reference) pairs (one batched BERTScore call)."""
+    bs = bertscore_f1(preds, refs, model, num_layers=num_layers)
+    return [answer_reward(rouge1(p, r), bleu1(p, r), b, lambda1, lambda2)
+            for p, r, b in zip(preds, refs, bs)]
+
+
+def length_batch(completions, columns, *, reward="mrpo_length", k_min=K_MIN, k_max=K_MAX) -> list[float]:
+    return [length_reward(len(split_steps(p.reasoning or "")), k_min, k_max)
+            for p in parse_all(completions)]
+
+
+@REWARDS.register("mrpo_answer")
+def make_mrpo_answer(*, model: str | None = None, num_layers: int | None = None,
+                     lambda1: float = 0.25, lambda2: float = 0.5) -> Reward:
+    """R_ans (Eq. 2) of the parsed ``<answer>`` vs ``answer``; ``model``: BERTScore model."""
+    return Reward("mrpo_answer", answer_metric, metric=answer_rewards, model=model,
+                  num_layers=num_layers, lambda1=lambda1, lambda2=lambda2)
+
+
+@REWARDS.register("mrpo_length")
+def make_mrpo_length(*, k_min: int = K_MIN, k_max: int = K_MAX) -> Reward:
+    """R_len (Eq. 4) from the number of sentence steps in ``<think>``; every row is scorable."""
+    length_reward(k_min, k_min, k_max)  # validates the options now, not at the first batch
+    return Reward("mrpo_length", length_batch, k_min=k_min, k_max=k_max)
