@@ -1,0 +1,117 @@
+"""``medrl analyze``: reasoning-failure analysis (FFP/FAR), paired run comparison, rater
+agreement and training diagnostics, each written as tables, PNG figures and a report."""
+
+from __future__ import annotations
+
+HELP = "analyze eval outputs (FFP/FAR), compare two runs, rater agreement (kappa), training logs"
+
+DESCRIPTION = """\
+Four analyses, each writing JSON tables, PNG figures and OUT/report.md + OUT/report.html:
+
+  medrl analyze EVAL_DIR [EVAL_DIR ...] [--out OUT] [--judge SPEC]
+      First Failure Point / Failure Accumulation Rate of the saved outputs (MRPO Sec. 3, 5.3):
+      incorrect rate per FFP bin (Fig. 1A), FAR per bin for correct/incorrect (Fig. 1B, 4),
+      early/mid/late stage shares (Fig. 3). Several folders = several runs side by side.
+      --judge verifies the steps of outputs the eval did not verify.
+
+  medrl analyze --compare RUN_A RUN_B [--out OUT]
+      Paired comparison on the same inputs (MRPO App. E.2): correct/wrong table (Table 11) and
+      FFP stage transition matrices for the inputs only one run gets right (Tables 12-13).
+      RUN_A gives the rows (the paper's GRPO), RUN_B the columns (MRPO).
+
+  medrl analyze agreement --a X --b Y [--field correct|step_valid|gold_alignment|answer_contribution]
+      Agreement rate and Cohen's kappa between two raters (MRPO App. B.1). X, Y: eval folders
+      (two judges: e.g. an eval and its `medrl eval --rescore`) or a file of human labels
+      (JSONL/CSV with id = output key such as vqa_rad:test:123, label, optional step).
+
+  medrl analyze training LOGDIR [LOGDIR ...] [--samples FILE_OR_EVAL_DIR]
+      Training dynamics (MRPO App. G: answer reward, process reward, KL, completion length)
+      from trainer_state.json, JSONL logs or TensorBoard events; with --samples, raw vs
+      adaptive semantic reward mean/variance/histogram (ARMed Fig. 3).
+
+Default OUT: EVAL_DIR/analysis, or analysis_compare / analysis_agreement / LOGDIR/diagnostics.
+"""
+
+
+def add_arguments(p) -> None:
+    p.add_argument("paths", nargs="*", help="EVAL_DIR..., or 'agreement', or 'training LOGDIR...'")
+    p.add_argument("--out", default=None, help="output folder")
+    p.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"), help="paired comparison of two eval folders")
+    p.add_argument("--names", nargs="+", default=None, help="display names of the runs, in order")
+    p.add_argument("--judge", default=None, help="verify unverified steps with this judge (reference | openai:<model>)")
+    p.add_argument("--judge-base-url", default=None)
+    p.add_argument("--a", dest="rater_a", default=None, help="agreement: first rater (eval folder or label file)")
+    p.add_argument("--b", dest="rater_b", default=None, help="agreement: second rater")
+    p.add_argument("--field", default="correct",
+                   choices=["correct", "step_valid", "gold_alignment", "answer_contribution"],
+                   help="agreement: which label to compare")
+    p.add_argument("--samples", default=None,
+                   help="training: per-sample reward JSONL (or an eval folder) for ARMed Fig. 3")
+    p.add_argument("--group-size", type=int, default=8, help="training: batch size when --samples is an eval folder")
+    p.add_argument("--metric", action="append", default=[], metavar="PANEL=KEY",
+                   help="training: use log KEY for PANEL, e.g. 'KL divergence=train/kl'")
+
+
+def run(args) -> int:
+    import sys
+    from pathlib import Path
+
+    from medrl.eval import workflows as W
+
+    judge = None
+    if args.judge:
+        from medrl.judges import build_judge
+
+        judge = build_judge(args.judge, base_url=args.judge_base_url)
+    mode = args.paths[0] if args.paths else None
+    try:
+        if args.compare:
+            out = Path(args.out or "analysis_compare")
+            res = W.compare_run_dirs(args.compare[0], args.compare[1], out, names=args.names, judge=judge)
+            t = res["paired_table"]
+            print(f"paired inputs: {t['n']}  both correct {t['both_correct']}  A only {t['a_only']}  "
+                  f"B only {t['b_only']}  both wrong {t['both_wrong']}")
+        elif mode == "agreement":
+            if not (args.rater_a and args.rater_b):
+                print("medrl analyze agreement: --a and --b are required", file=sys.stderr)
+                return 2
+            out = Path(args.out or "analysis_agreement")
+            res = W.agreement_report(args.rater_a, args.rater_b, out, field=args.field, names=args.names)
+            tot = res["total"]
+            kappa = "undefined" if tot["kappa"] is None else f"{tot['kappa']:.3f}"
+            print(f"n={tot['n']}  agreement={100 * tot['agreement']:.1f}%  Cohen's kappa={kappa}")
+        elif mode == "training":
+            logdirs = args.paths[1:]
+            if not logdirs and not args.samples:
+                print("medrl analyze training: give LOGDIR(s) and/or --samples", file=sys.stderr)
+                return 2
+            overrides = {}
+            for m in args.metric:
+                panel, _, key = m.partition("=")
+                if not key:
+                    print(f"medrl analyze training: --metric needs PANEL=KEY, got {m!r}", file=sys.stderr)
+                    return 2
+                overrides[panel] = key
+            out = Path(args.out or (Path(logdirs[0]) / "diagnostics" if logdirs else "analysis_training"))
+            res = W.training_report(logdirs, out, samples=args.samples, group_size=args.group_size,
+                                    names=args.names, overrides=overrides or None)
+            print(f"panels: {', '.join(res['curves']) or '-'}")
+            for k, v in res.get("reward_distribution", {}).items():
+                print(f"{k}: raw mean {v['raw']['mean']:.3f} var {v['raw']['var']:.3f} | "
+                      f"adaptive mean {v['adaptive']['mean']:.3f} var {v['adaptive']['var']:.3f}")
+        elif args.paths:
+            out = Path(args.out or (Path(args.paths[0]) / "analysis"))
+            tables = W.analyze_runs(args.paths, out, judge=judge, names=args.names)
+            for name, t in tables.items():
+                s = t["stage_shares"]
+                shares = "  ".join(f"{k} {'-' if v is None else f'{100 * v:.1f}%'}" for k, v in s["shares"].items())
+                print(f"{name}: {t['status']['analysed']} analysed, {s['n_failed']} with a failure: {shares}")
+        else:
+            print("medrl analyze: give EVAL_DIR(s), --compare RUN_A RUN_B, 'agreement' or 'training' "
+                  "(see medrl analyze --help)", file=sys.stderr)
+            return 2
+    except (FileNotFoundError, ValueError, KeyError) as exc:
+        print(f"medrl analyze: {exc}", file=sys.stderr)
+        return 2
+    print(f"report: {out}/report.html")
+    return 0

@@ -1,0 +1,204 @@
+"""Figures for eval and analysis reports (matplotlib, Agg backend, PNG files).
+
+Each function takes plain numbers (the outputs of :mod:`medrl.eval.analysis`,
+:mod:`medrl.eval.scoring` or :mod:`medrl.eval.diagnostics`), writes one PNG and returns its
+path. The figures mirror the papers': MRPO Fig. 1A/1B (incorrect rate and FAR per FFP bin),
+Fig. 3 (stage shares), Fig. 4 (FAR per 0.2 bin, several runs), App. G (training curves); ARMed
+Fig. 3 (raw vs adaptive semantic reward histograms).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping, Sequence
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    _plt().close(fig)
+    return path
+
+
+def _nan(v):
+    return float("nan") if v is None else float(v)
+
+
+def accuracy_bars(names: Sequence[str], means: Sequence[float | None], lows: Sequence[float | None],
+                  highs: Sequence[float | None], path: str | Path, ylabel: str = "Judged accuracy (%)",
+                  title: str = "Judged accuracy per dataset (95% bootstrap CI)") -> Path:
+    """Bar chart of a metric per dataset with CI error bars (values in [0, 1], shown in %)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(max(4.5, 1.2 * len(names) + 2), 3.6))
+    m = [100 * _nan(v) for v in means]
+    err_lo = [max(0.0, 100 * (_nan(a) - _nan(lo))) if lo is not None else 0 for a, lo in zip(means, lows)]
+    err_hi = [max(0.0, 100 * (_nan(hi) - _nan(a))) if hi is not None else 0 for a, hi in zip(means, highs)]
+    ax.bar(range(len(names)), m, yerr=[err_lo, err_hi], capsize=4, color="#4C72B0")
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(names, rotation=20, ha="right")
+    ax.set_ylim(0, 100)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    for i, v in enumerate(m):
+        if v == v:
+            ax.text(i, v + 1.5, f"{v:.1f}", ha="center", fontsize=8)
+    return _save(fig, path)
+
+
+def incorrect_rate_by_bin(rows_by_run: Mapping[str, Sequence[dict]], path: str | Path) -> Path:
+    """MRPO Fig. 1A: incorrect rate (%) per FFP bin of width 0.1, one bar group per run."""
+    plt = _plt()
+    runs = list(rows_by_run)
+    labels = [r["bin"] for r in next(iter(rows_by_run.values()))]
+    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+    w = 0.8 / max(1, len(runs))
+    for j, run in enumerate(runs):
+        vals = [100 * _nan(r["rate"]) for r in rows_by_run[run]]
+        ax.bar([i + j * w - 0.4 + w / 2 for i in range(len(labels))], vals, width=w, label=run)
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
+    ax.set_ylim(0, 105)
+    ax.set_xlabel("First Failure Point (FFP) bin")
+    ax.set_ylabel("Incorrect rate (%)")
+    ax.set_title("Incorrect rate across FFP bins (MRPO Fig. 1A)", fontsize=10)
+    if len(runs) > 1:
+        ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def far_correct_incorrect(rows: Sequence[dict], path: str | Path, title: str = "") -> Path:
+    """MRPO Fig. 1B: mean FAR (%) per FFP bin for correct and incorrect outputs."""
+    plt = _plt()
+    labels = [r["bin"] for r in rows]
+    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+    x = range(len(labels))
+    ax.bar([i - 0.2 for i in x], [100 * _nan(r.get("far_correct")) for r in rows], width=0.4,
+           label="correct", color="#55A868")
+    ax.bar([i + 0.2 for i in x], [100 * _nan(r.get("far_incorrect")) for r in rows], width=0.4,
+           label="incorrect", color="#C44E52")
+    ax.set_xticks(list(x))
+    ax.set_xticklabels(labels)
+    ax.set_ylim(0, 105)
+    ax.set_xlabel("First Failure Point (FFP) bin")
+    ax.set_ylabel("FAR (%)")
+    ax.set_title(title or "Failure accumulation rate across FFP bins (MRPO Fig. 1B)", fontsize=10)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def far_by_bin_runs(rows_by_run: Mapping[str, Sequence[dict]], path: str | Path) -> Path:
+    """MRPO Fig. 4: mean FAR (%) per FFP bin of width 0.2, one bar group per run."""
+    plt = _plt()
+    runs = list(rows_by_run)
+    labels = [r["bin"] for r in next(iter(rows_by_run.values()))]
+    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+    w = 0.8 / max(1, len(runs))
+    for j, run in enumerate(runs):
+        vals = [100 * _nan(r["far"]) for r in rows_by_run[run]]
+        ax.bar([i + j * w - 0.4 + w / 2 for i in range(len(labels))], vals, width=w, label=run)
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels)
+    ax.set_ylim(0, 105)
+    ax.set_xlabel("First Failure Point (FFP) bin")
+    ax.set_ylabel("FAR (%)")
+    ax.set_title("Failure accumulation rate across FFP bins (MRPO Fig. 4)", fontsize=10)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def stage_shares_bars(shares_by_run: Mapping[str, Mapping[str, float | None]], path: str | Path) -> Path:
+    """MRPO Fig. 3: share (%) of failed outputs in the early/mid/late FFP stage, per run."""
+    plt = _plt()
+    stages = ("early", "mid", "late")
+    runs = list(shares_by_run)
+    fig, ax = plt.subplots(figsize=(6.0, 3.6))
+    w = 0.8 / max(1, len(runs))
+    for j, run in enumerate(runs):
+        vals = [100 * _nan(shares_by_run[run].get(s)) for s in stages]
+        xs = [i + j * w - 0.4 + w / 2 for i in range(3)]
+        ax.bar(xs, vals, width=w, label=run)
+        for x, v in zip(xs, vals):
+            if v == v:
+                ax.text(x, v + 1.5, f"{v:.1f}", ha="center", fontsize=7)
+    ax.set_xticks(range(3))
+    ax.set_xticklabels(["Early (0.0-0.4)", "Mid (0.4-0.7)", "Late (0.7-1.0)"])
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("Share of failed outputs (%)")
+    ax.set_title("Outputs per First Failure Point stage (MRPO Fig. 3)", fontsize=10)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def transition_heatmap(matrix: dict, path: str | Path, title: str, row_name: str, col_name: str) -> Path:
+    """An FFP stage transition matrix (MRPO Tables 12-13) as an annotated heatmap."""
+    plt = _plt()
+    from medrl.eval.analysis import STAGE_LABELS
+
+    labels = [STAGE_LABELS[s] for s in matrix["labels"]]
+    counts = matrix["counts"]
+    fig, ax = plt.subplots(figsize=(4.8, 4.0))
+    ax.imshow(counts, cmap="Blues")
+    top = max((v for row in counts for v in row), default=0)
+    for i, row in enumerate(counts):
+        for j, v in enumerate(row):
+            ax.text(j, i, str(v), ha="center", va="center", fontsize=9,
+                    color="white" if top and v > top / 2 else "black")
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels)
+    ax.set_yticks(range(len(labels)))
+    ax.set_yticklabels(labels)
+    ax.set_xlabel(f"{col_name} FFP stage")
+    ax.set_ylabel(f"{row_name} FFP stage")
+    ax.set_title(title, fontsize=9)
+    return _save(fig, path)
+
+
+def reward_histograms(series: Mapping[str, Sequence[float]], path: str | Path,
+                      title: str = "Semantic reward distribution (ARMed Fig. 3)") -> Path:
+    """ARMed Fig. 3: overlaid histograms of raw and adaptive reward values in [0, 1]."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.0, 3.6))
+    for name, vals in series.items():
+        vals = [float(v) for v in vals if v is not None]
+        if vals:
+            ax.hist(vals, bins=20, range=(0, 1), alpha=0.55, label=f"{name} (n={len(vals)})")
+    ax.set_xlabel("Reward value")
+    ax.set_ylabel("Count")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def training_curves(curves: Mapping[str, Mapping[str, Sequence[tuple[float, float]]]], path: str | Path,
+                    title: str = "Training dynamics (MRPO App. G)") -> Path:
+    """MRPO App. G: one panel per quantity (answer reward, process reward, KL, completion
+    length), one line per run. ``curves[panel][run] = [(step, value), ...]``."""
+    plt = _plt()
+    panels = list(curves)
+    ncol = 2 if len(panels) > 1 else 1
+    nrow = (len(panels) + ncol - 1) // ncol
+    fig, axes = plt.subplots(nrow, ncol, figsize=(5.2 * ncol, 3.0 * nrow), squeeze=False)
+    for ax, panel in zip(axes.flat, panels):
+        for run, pts in curves[panel].items():
+            if pts:
+                xs, ys = zip(*pts)
+                ax.plot(xs, ys, label=run, linewidth=1.4)
+        ax.set_title(panel, fontsize=10)
+        ax.set_xlabel("step")
+        if len(curves[panel]) > 1:
+            ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    fig.suptitle(title, fontsize=11)
+    return _save(fig, path)

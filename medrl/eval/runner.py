@@ -1,0 +1,317 @@
+"""``medrl eval`` engine: generate -> save -> score -> summarize -> report, resumable.
+
+Layout of an eval folder (``--out``)::
+
+    config.json        what was evaluated (model, datasets, generation settings, judge)
+    generations.jsonl  one row per record as soon as its batch is generated (full output kept)
+    outputs.jsonl      the same rows scored (judge verdicts, step verdicts, text metrics)
+    metrics.json       per-dataset and macro metrics with bootstrap CIs, judge accounting
+    report.md / report.html / figures/*.png
+
+Both JSONL files are appended batch by batch and flushed, so an interrupted eval continues where
+it stopped: rerunning the same command skips every record already generated and every output
+already scored (MediX-R1 003_d5d6a0d73a50ab79.txt Sec. 3: generation, evaluation and scoring
+are separate stages, the full response is persisted per sample). :func:`rescore_run` re-scores
+a folder's saved generations with another judge without regenerating (MRPO
+000_20b05565d28598f4.txt App. B.2, cross-judge evaluation).
+
+Generation is pluggable: ``generate_fn(records) -> list[str]`` (one output per record, same
+order); :func:`build_generate_fn` makes one from a model with :mod:`medrl.models` or vLLM.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+from medrl.eval.scoring import base_row, score_rows, summarize_scores
+
+log = logging.getLogger(__name__)
+
+GenerateFn = Callable[[Sequence[Any]], list[str]]
+
+#: config.json keys that must match when an eval folder is resumed.
+_RESUME_KEYS = ("model", "datasets", "generation", "judge", "rubrics", "verify_steps")
+
+
+@dataclass
+class EvalDataset:
+    """Records of one benchmark split; ``domain`` is "in" (in-distribution) or "out"."""
+
+    name: str
+    records: list
+    domain: str = "in"
+
+
+class EvalFolderMismatch(ValueError):
+    """The output folder holds an eval with different settings."""
+
+
+# --------------------------------------------------------------------------- JSONL helpers
+def read_rows(path: str | Path, repair: bool = False) -> list[dict]:
+    """Rows of a JSONL file written by this module. A truncated *last* line (a crash mid-write)
+    is dropped (and removed from the file when ``repair``); a bad line elsewhere is an error
+    naming the file and line."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    rows = []
+    for i, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            if i == len(lines):
+                log.warning("%s: dropping an incomplete last line (interrupted write)", path)
+                if repair:
+                    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+                                    encoding="utf-8")
+                break
+            raise ValueError(f"{path}: line {i} is not valid JSON ({exc})") from None
+    return rows
+
+
+def _append_rows(path: Path, rows: Iterable[dict]) -> None:
+    with path.open("a", encoding="utf-8") as fh:
+        for r in rows:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _batches(items: list, size: int) -> Iterable[list]:
+    for i in range(0, len(items), max(1, size)):
+        yield items[i : i + size]
+
+
+def _progress(total: int, desc: str, enabled: bool):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="rec", disable=not enabled)
+
+
+# --------------------------------------------------------------------------- config
+def _check_config(out_dir: Path, config: dict, overwrite: bool) -> None:
+    path = out_dir / "config.json"
+    if path.exists() and not overwrite:
+        old = json.loads(path.read_text(encoding="utf-8"))
+        diff = [k for k in _RESUME_KEYS if old.get(k) != config.get(k)]
+        if diff:
+            raise EvalFolderMismatch(
+                f"{out_dir} already holds an eval with different {', '.join(diff)} "
+                f"(saved: {[old.get(k) for k in diff]}, now: {[config.get(k) for k in diff]}). "
+                "Use another --out, pass --overwrite to start over, or `medrl eval --rescore` to "
+                "score saved outputs with another judge."
+            )
+    if overwrite:
+        for name in ("generations.jsonl", "outputs.jsonl", "metrics.json"):
+            (out_dir / name).unlink(missing_ok=True)
+    path.write_text(json.dumps(config, indent=2, ensure_ascii=False), encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- stages
+def generate_stage(datasets: Sequence[EvalDataset], generate_fn: GenerateFn, out_dir: Path, *,
+                   batch_size: int = 8, progress: bool = True) -> list[dict]:
+    """Generate what ``generations.jsonl`` lacks, one batch at a time (appended and flushed
+    after each batch). Returns all generation rows in dataset/record order."""
+    path = out_dir / "generations.jsonl"
+    done = {r["key"]: r for r in read_rows(path, repair=True)}
+    todo: list[tuple[EvalDataset, Any]] = []
+    seen: set[str] = set()
+    for ds in datasets:
+        for rec in ds.records:
+            key = f"{ds.name}:{rec.id}"
+            if key in seen:
+                raise ValueError(f"dataset {ds.name}: record id {rec.id!r} occurs twice; ids must be unique")
+            seen.add(key)
+            if key not in done:
+                todo.append((ds, rec))
+    if todo:
+        log.info("generating %d outputs (%d already saved in %s)", len(todo), len(done), path)
+    with _progress(len(todo), "generate", progress) as bar:
+        for batch in _batches(todo, batch_size):
+            outs = generate_fn([rec for _, rec in batch])
+            if len(outs) != len(batch):
+                raise ValueError(f"generate_fn returned {len(outs)} outputs for {len(batch)} records")
+            rows = [base_row(rec, ds.name, ds.domain, out if isinstance(out, str) else str(out))
+                    for (ds, rec), out in zip(batch, outs)]
+            _append_rows(path, rows)
+            for r in rows:
+                done[r["key"]] = r
+            bar.update(len(batch))
+    return [done[f"{ds.name}:{rec.id}"] for ds in datasets for rec in ds.records]
+
+
+def score_stage(gen_rows: Sequence[dict], judge: Any, out_dir: Path, *, rubrics: Sequence[str] = ("binary",),
+                verify_steps: bool = True, text_metrics: bool = True, embedding_model: str | None = None,
+                chunk_size: int = 32, concurrency: int = 16, progress: bool = True) -> list[dict]:
+    """Score what ``outputs.jsonl`` lacks, ``chunk_size`` rows at a time (appended and
+    flushed after each chunk). Returns all scored rows in the order of ``gen_rows``."""
+    path = out_dir / "outputs.jsonl"
+    done = {r["key"]: r for r in read_rows(path, repair=True)}
+    todo = [r for r in gen_rows if r["key"] not in done]
+    with _progress(len(todo), "score", progress) as bar:
+        for chunk in _batches(todo, chunk_size):
+            scored = score_rows(chunk, judge, rubrics=rubrics, verify_steps=verify_steps,
+                                text_metrics=text_metrics, embedding_model=embedding_model,
+                                concurrency=concurrency)
+            _append_rows(path, scored)
+            for r in scored:
+                done[r["key"]] = r
+            bar.update(len(chunk))
+    return [done[r["key"]] for r in gen_rows]
+
+
+def finish(out_dir: Path, rows: Sequence[dict], config: dict, judge: Any = None, *,
+           n_boot: int = 1000, seed: int = 0) -> dict:
+    """Write ``metrics.json`` and the report; returns the metrics."""
+    metrics = summarize_scores(rows, n_boot=n_boot, seed=seed)
+    metrics["config"] = config
+    stats = getattr(judge, "stats", None)
+    if stats is not None and hasattr(stats, "as_dict"):
+        metrics["judge_stats"] = stats.as_dict()
+    (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, ensure_ascii=False), encoding="utf-8")
+    from medrl.eval.workflows import eval_report
+
+    eval_report(out_dir, rows, metrics)
+    return metrics
+
+
+def run_eval(datasets: Sequence[EvalDataset], generate_fn: GenerateFn, judge: Any, out_dir: str | Path, *,
+             model: str = "", generation: dict | None = None, rubrics: Sequence[str] = ("binary",),
+             verify_steps: bool = True, text_metrics: bool = True, embedding_model: str | None = None,
+             batch_size: int = 8, chunk_size: int = 32, concurrency: int = 16, n_boot: int = 1000,
+             seed: int = 0, overwrite: bool = False, progress: bool = True) -> dict:
+    """Generate on every dataset, save every full output, score, summarize and report.
+
+    Resumable: rerun with the same arguments after an interruption and only the missing
+    generations and scores are computed. Returns the metrics (also in ``metrics.json``).
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    config = {
+        "model": model,
+        "datasets": [{"name": d.name, "domain": d.domain, "n": len(d.records)} for d in datasets],
+        "generation": generation or {},
+        "judge": getattr(judge, "name", None) if judge is not None else None,
+        "rubrics": list(rubrics),
+        "verify_steps": bool(verify_steps),
+        "text_metrics": bool(text_metrics),
+    }
+    _check_config(out_dir, config, overwrite)
+    gen_rows = generate_stage(datasets, generate_fn, out_dir, batch_size=batch_size, progress=progress)
+    rows = score_stage(gen_rows, judge, out_dir, rubrics=rubrics, verify_steps=verify_steps,
+                       text_metrics=text_metrics, embedding_model=embedding_model, chunk_size=chunk_size,
+                       concurrency=concurrency, progress=progress)
+    return finish(out_dir, rows, config, judge, n_boot=n_boot, seed=seed)
+
+
+def rescore_run(src_dir: str | Path, judge: Any, out_dir: str | Path, *, rubrics: Sequence[str] = ("binary",),
+                verify_steps: bool = True, text_metrics: bool = True, embedding_model: str | None = None,
+                chunk_size: int = 32, concurrency: int = 16, n_boot: int = 1000, seed: int = 0,
+                overwrite: bool = False, progress: bool = True) -> dict:
+    """Score the saved generations of ``src_dir`` with another judge into ``out_dir`` (no
+    generation; MRPO App. B.2 cross-judge evaluation). Resumable like :func:`run_eval`."""
+    src_dir, out_dir = Path(src_dir), Path(out_dir)
+    if src_dir.resolve() == out_dir.resolve():
+        raise ValueError("--rescore needs a new --out folder (the source keeps its own scores)")
+    src_cfg_path = src_dir / "config.json"
+    if not src_cfg_path.exists() or not (src_dir / "generations.jsonl").exists():
+        raise FileNotFoundError(f"{src_dir} is not an eval folder (config.json and generations.jsonl needed)")
+    src_cfg = json.loads(src_cfg_path.read_text(encoding="utf-8"))
+    gen_rows = read_rows(src_dir / "generations.jsonl")
+    expected = sum(d["n"] for d in src_cfg.get("datasets", []))
+    if len(gen_rows) < expected:
+        log.warning("%s holds %d of %d generations (its eval did not finish); scoring those",
+                    src_dir, len(gen_rows), expected)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    config = {**src_cfg, "judge": getattr(judge, "name", None), "rubrics": list(rubrics),
+              "verify_steps": bool(verify_steps), "text_metrics": bool(text_metrics),
+              "rescored_from": str(src_dir)}
+    _check_config(out_dir, config, overwrite)
+    (out_dir / "generations.jsonl").write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in gen_rows), encoding="utf-8")
+    rows = score_stage(gen_rows, judge, out_dir, rubrics=rubrics, verify_steps=verify_steps,
+                       text_metrics=text_metrics, embedding_model=embedding_model, chunk_size=chunk_size,
+                       concurrency=concurrency, progress=progress)
+    return finish(out_dir, rows, config, judge, n_boot=n_boot, seed=seed)
+
+
+def load_run(run_dir: str | Path) -> list[dict]:
+    """The scored rows of an eval folder (``outputs.jsonl``), with a clear error otherwise."""
+    path = Path(run_dir) / "outputs.jsonl"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: is {run_dir} a finished `medrl eval` folder?")
+    return read_rows(path)
+
+
+# --------------------------------------------------------------------------- generation
+def build_generate_fn(model: str, *, backend: str = "hf", max_new_tokens: int = 512, temperature: float = 0.0,
+                      batch_size: int = 8, prompt_style: str = "think_answer") -> GenerateFn:
+    """``generate_fn`` for a model folder or hub id.
+
+    ``backend="hf"``: :func:`medrl.models.load_policy` + :func:`medrl.models.generate`
+    (batched Hugging Face generation). ``backend="vllm"``: vLLM's offline ``LLM.chat`` with the
+    same chat prompts (:func:`medrl.data.to_hf_dataset`); needs ``pip install medrl[vllm]`` and
+    a GPU (not exercised by the test suite: vLLM is not installed there). Temperature 0 is greedy decoding (MediX-R1 App. A.2: deterministic evaluation).
+    """
+    if backend == "hf":
+        from medrl.models import generate, load_policy
+
+        policy, processor = load_policy(model)
+
+        def hf_generate(records: Sequence[Any]) -> list[str]:
+            return generate(policy, processor, list(records), max_new_tokens=max_new_tokens,
+                            temperature=temperature, batch_size=batch_size, prompt_style=prompt_style,
+                            progress=False)
+
+        return hf_generate
+    if backend == "vllm":
+        return _vllm_generate_fn(model, max_new_tokens=max_new_tokens, temperature=temperature,
+                                 prompt_style=prompt_style)
+    raise ValueError(f"unknown backend {backend!r}; use 'hf' or 'vllm'")
+
+
+def _vllm_generate_fn(model: str, *, max_new_tokens: int, temperature: float, prompt_style: str) -> GenerateFn:
+    try:
+        from vllm import LLM, SamplingParams
+    except ImportError as exc:
+        raise ImportError("--backend vllm needs vLLM: pip install 'medrl[vllm]' (on a CUDA machine)") from exc
+    import base64
+    import io
+
+    from medrl.models.generation import to_chat
+
+    llm = LLM(model=model, trust_remote_code=True)
+    params = SamplingParams(temperature=temperature, max_tokens=max_new_tokens)
+
+    def image_url(img) -> str:
+        buf = io.BytesIO()
+        img.save(buf, format="PNG")
+        return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+    def to_openai(messages: list[dict], images: list) -> list[dict]:
+        """Same prompts as the HF path (medrl.models.generation.to_chat), images inlined in order."""
+        pending = iter(images)
+        out = []
+        for m in messages:
+            content = m["content"]
+            if isinstance(content, list):
+                content = [{"type": "image_url", "image_url": {"url": image_url(next(pending))}}
+                           if p.get("type") == "image" else {"type": "text", "text": p.get("text", "")}
+                           for p in content]
+            out.append({"role": m["role"], "content": content})
+        return out
+
+    def vllm_generate(records: Sequence[Any]) -> list[str]:
+        convs = [to_openai(*to_chat(r, prompt_style)) for r in records]
+        results = llm.chat(convs, params, use_tqdm=False)
+        return [r.outputs[0].text for r in results]
+
+    return vllm_generate

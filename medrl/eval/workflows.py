@@ -1,0 +1,425 @@
+"""What ``medrl eval`` and ``medrl analyze`` write: tables, figures and reports per run.
+
+Thin glue between the pure functions (:mod:`medrl.eval.analysis`, :mod:`medrl.eval.agreement`,
+:mod:`medrl.eval.diagnostics`), the figures (:mod:`medrl.eval.plots`) and the reports
+(:mod:`medrl.eval.report`). Every function writes JSON with the numbers next to the report, so
+a table can be checked or re-plotted without rerunning anything.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+from medrl.eval import analysis as A
+from medrl.eval import plots
+from medrl.eval.report import Report, fmt
+from medrl.eval.scoring import SCORE_KEYS, step_valid_flags
+
+_METRIC_NAMES = {
+    "judge_binary": "Judged accuracy (%)",
+    "judge_report": "Rubric score (0-5)",
+    "rouge1": "ROUGE-1",
+    "bleu1": "BLEU-1",
+    "bertscore": "BERTScore F1",
+    "cosine": "Cosine",
+    "hss": "HSS",
+}
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    path.write_text(json.dumps(obj, indent=2, ensure_ascii=False), encoding="utf-8")
+
+
+def _ci_cell(m: dict | None, pct: bool) -> str:
+    if not m or m.get("mean") is None:
+        return "-"
+    if pct:
+        return f"{100 * m['mean']:.1f} [{100 * m['low']:.1f}, {100 * m['high']:.1f}]"
+    return f"{m['mean']:.3f} [{m['low']:.3f}, {m['high']:.3f}]"
+
+
+# --------------------------------------------------------------------------- eval report
+def eval_report(out_dir: Path, rows: Sequence[dict], metrics: dict) -> tuple[Path, Path]:
+    """The report of one eval folder: per-dataset and macro tables, accuracy figure, examples."""
+    out_dir = Path(out_dir)
+    cfg = metrics.get("config", {})
+    rep = Report(f"medrl eval: {cfg.get('model') or out_dir.name}")
+    rep.paragraph(f"Judge: {cfg.get('judge')}; rubrics: {', '.join(cfg.get('rubrics', []))}; "
+                  f"generation: {json.dumps(cfg.get('generation', {}))}. "
+                  "The judge saw only the final answer, never the reasoning (MediX-R1 Sec. 3). "
+                  "Cells show mean [95% bootstrap CI].")
+    if cfg.get("rescored_from"):
+        rep.paragraph(f"Re-scored from {cfg['rescored_from']} without regenerating (MRPO App. B.2).")
+    keys = [k for k in SCORE_KEYS if any(k in d["metrics"] for d in metrics["datasets"].values())]
+    rep.heading("Per dataset")
+    header = ["Dataset", "Domain", "N", "Well-formed (%)"] + [_METRIC_NAMES[k] for k in keys] + ["Unscored by judge"]
+    body = []
+    for name, d in metrics["datasets"].items():
+        unscored = sum(d["metrics"][k]["unscored"] for k in ("judge_binary", "judge_report") if k in d["metrics"])
+        body.append([name, d["domain"], d["n"], fmt(d["well_formed"], pct=True)]
+                    + [_ci_cell(d["metrics"].get(k), k == "judge_binary") for k in keys] + [unscored])
+    rep.table(header, body, "Unscored judge verdicts are excluded from the metric they affect and counted here.")
+    if metrics.get("macro"):
+        rep.heading("Macro averages")
+        scope_name = {"in": "In-domain", "out": "Out-of-domain", "all": "All datasets"}
+        mbody = [[scope_name[s], ", ".join(sorted({n for k in m for n in m[k].get("datasets", [])}))]
+                 + [_ci_cell(m.get(k), k == "judge_binary") for k in keys] for s, m in metrics["macro"].items()]
+        rep.table(["Scope", "Datasets"] + [_METRIC_NAMES[k] for k in keys], mbody,
+                  "Mean of the dataset means; CI from a stratified bootstrap.")
+    fig_dir = out_dir / "figures"
+    acc_key = "judge_binary" if "judge_binary" in keys else ("hss" if "hss" in keys else None)
+    if acc_key:
+        names = list(metrics["datasets"])
+        ms = [metrics["datasets"][n]["metrics"].get(acc_key, {}) for n in names]
+        fig = plots.accuracy_bars(names, [m.get("mean") for m in ms], [m.get("low") for m in ms],
+                                  [m.get("high") for m in ms], fig_dir / f"{acc_key}_per_dataset.png",
+                                  ylabel=_METRIC_NAMES[acc_key].replace(" (%)", "") + " (%)",
+                                  title=f"{_METRIC_NAMES[acc_key].replace(' (%)', '')} per dataset (95% bootstrap CI)")
+        rep.figure(fig, f"{_METRIC_NAMES[acc_key]} per dataset with 95% bootstrap confidence intervals.")
+    steps = [(n, d["steps"]) for n, d in metrics["datasets"].items()]
+    rep.heading("Reasoning steps")
+    rep.table(["Dataset", "Mean steps", "Verified outputs", "Not verified", "Valid steps (%)"],
+              [[n, fmt(s["mean_steps"], digits=2), s["verified"], s["unverified"], fmt(s["valid_step_share"], pct=True)]
+               for n, s in steps],
+              "Step verdicts (MRPO Eq. 3) feed `medrl analyze` (FFP/FAR).")
+    if metrics.get("judge_stats"):
+        rep.heading("Judge accounting")
+        rep.table(list(metrics["judge_stats"]), [list(metrics["judge_stats"].values())])
+    rep.heading("Examples")
+    for r in list(rows)[:3]:
+        rep.code(f"[{r['key']}] Q: {r['question']}\nReference: {r['reference']}\n"
+                 f"Judged answer: {r.get('prediction')!r}  scores: "
+                 f"{json.dumps({k: (None if v is None else round(v, 3)) for k, v in r.get('scores', {}).items()})}\n"
+                 f"Full output:\n{r['output'][:800]}")
+    return rep.write(out_dir)
+
+
+# --------------------------------------------------------------------------- FFP / FAR
+def per_output(rows: Sequence[dict]) -> list[dict]:
+    """FFP, FAR and stage of every output (MRPO Sec. 3), with its correctness (judged binary
+    score, None when unscored) and a status: "analysed", "no_steps" or "unverified"."""
+    out = []
+    for r in rows:
+        flags = step_valid_flags(r)
+        c = r.get("scores", {}).get("judge_binary")
+        item = {"key": r["key"], "dataset": r.get("dataset"), "correct": None if c is None else bool(round(c)),
+                "n_steps": len(r.get("steps") or []), "ffp": None, "far": None, "stage": None}
+        if flags is None:
+            item["status"] = "unverified"
+        elif not flags:
+            item["status"] = "no_steps"
+        else:
+            item["status"] = "analysed"
+            item["ffp"] = A.first_failure_point(flags)
+            item["far"] = A.failure_accumulation_rate(flags)
+            item["stage"] = A.stage_of(item["ffp"])
+            item["first_failure_step"] = A.first_failure_index(flags)
+        out.append(item)
+    return out
+
+
+def ffp_far_tables(items: Sequence[dict]) -> dict:
+    """All FFP/FAR tables of one run from :func:`per_output` items."""
+    ok = [i for i in items if i["status"] == "analysed"]
+    ffps = [i["ffp"] for i in ok]
+    correct = [i["correct"] for i in ok]
+    fars = [i["far"] for i in ok]
+    status = {s: sum(1 for i in items if i["status"] == s) for s in ("analysed", "no_steps", "unverified")}
+    by_ds = {}
+    for ds in sorted({i["dataset"] for i in ok}):
+        by_ds[ds] = A.stage_shares([i["ffp"] for i in ok if i["dataset"] == ds])
+    return {
+        "n": len(items),
+        "status": status,
+        "far_undefined_last_step": sum(1 for i in ok if i["ffp"] is not None and i["far"] is None),
+        "correct_unscored": sum(1 for i in ok if i["correct"] is None),
+        "incorrect_rate_by_ffp_bin": A.incorrect_rate_by_ffp_bin(ffps, correct, 0.1),
+        "no_ffp_incorrect_rate": _rate([not c for f, c in zip(ffps, correct) if f is None and c is not None]),
+        "far_by_ffp_bin": A.far_by_ffp_bin(ffps, fars, correct, 0.2),
+        "stage_shares": A.stage_shares(ffps),
+        "stage_shares_by_dataset": by_ds,
+    }
+
+
+def _rate(xs: list[bool]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def _run_name(run_dir: Path) -> str:
+    return run_dir.resolve().name
+
+
+def _ensure_verified(rows: list[dict], judge: Any, cache: Path) -> list[dict]:
+    """Verify the steps of rows that lack verdicts with ``judge`` (resumable cache file)."""
+    from medrl.eval.runner import _append_rows, read_rows
+    from medrl.eval.scoring import score_rows
+
+    done = {r["key"]: r for r in read_rows(cache, repair=True)}
+    todo = [r for r in rows if r.get("step_verdicts") is None and r["key"] not in done]
+    for i in range(0, len(todo), 32):
+        chunk = todo[i : i + 32]
+        scored = score_rows(chunk, judge, rubrics=(), verify_steps=True, text_metrics=False)
+        keep = [{"key": s["key"], "steps": s["steps"], "step_verdicts": s["step_verdicts"]} for s in scored]
+        _append_rows(cache, keep)
+        done.update({k["key"]: k for k in keep})
+    return [({**r, **{k: done[r["key"]][k] for k in ("steps", "step_verdicts")}} if r["key"] in done else r)
+            for r in rows]
+
+
+def analyze_runs(run_dirs: Sequence[str | Path], out_dir: str | Path, *, judge: Any = None,
+                 names: Sequence[str] | None = None) -> dict:
+    """FFP/FAR analysis of one or more eval folders (MRPO Sec. 3, 5.3; Fig. 1, 3, 4).
+
+    With ``judge``, outputs without step verdicts are verified first (cached in
+    ``<out>/verified_<run>.jsonl``). Writes ``analysis.json``, ``per_output_<run>.jsonl``,
+    figures and ``report.md``/``report.html`` into ``out_dir``; returns the tables per run.
+    """
+    from medrl.eval.runner import load_run
+
+    out_dir = Path(out_dir)
+    fig_dir = out_dir / "figures"
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    run_dirs = [Path(d) for d in run_dirs]
+    names = list(names) if names else [_run_name(d) for d in run_dirs]
+    if len(set(names)) != len(names):
+        names = [f"{n}#{i + 1}" for i, n in enumerate(names)]
+    tables, items_by_run = {}, {}
+    for name, d in zip(names, run_dirs):
+        rows = load_run(d)
+        if judge is not None:
+            rows = _ensure_verified(rows, judge, out_dir / f"verified_{_safe(name)}.jsonl")
+        items = per_output(rows)
+        items_by_run[name] = items
+        tables[name] = ffp_far_tables(items)
+        with (out_dir / f"per_output_{_safe(name)}.jsonl").open("w", encoding="utf-8") as fh:
+            for it in items:
+                fh.write(json.dumps(it, ensure_ascii=False) + "\n")
+    _write_json(out_dir / "analysis.json", {"runs": {n: str(d) for n, d in zip(names, run_dirs)}, "tables": tables})
+
+    rep = Report("medrl analyze: reasoning failures (FFP / FAR)")
+    rep.paragraph("First Failure Point FFP = k/K of the first invalid step k of K steps; Failure Accumulation "
+                  "Rate FAR = failed steps after the first failure / steps after it (MRPO Sec. 3, Eq. 1). "
+                  "Stages: early [0, 0.4), mid [0.4, 0.7), late [0.7, 1]. FAR is undefined when the first "
+                  "failure is the last step; such outputs are counted, not averaged.")
+    rep.heading("Outputs analysed")
+    rep.table(["Run", "Outputs", "Analysed", "No steps", "Not verified", "No failure (No FFP)",
+               "FAR undefined (last step)", "Correctness unscored"],
+              [[n, t["n"], t["status"]["analysed"], t["status"]["no_steps"], t["status"]["unverified"],
+                t["stage_shares"]["no_ffp"], t["far_undefined_last_step"], t["correct_unscored"]]
+               for n, t in tables.items()])
+    if any(t["status"]["unverified"] for t in tables.values()):
+        rep.paragraph("Some outputs have no step verdicts (the eval ran without step verification or the judge "
+                      "returned an unscored verdict); pass --judge to verify them.", note=True)
+    rep.heading("FFP stages (MRPO Fig. 3)")
+    rep.table(["Run", "Failed outputs", "Early (%)", "Mid (%)", "Late (%)", "Early n", "Mid n", "Late n"],
+              [[n, t["stage_shares"]["n_failed"]] + [fmt(t["stage_shares"]["shares"][s], pct=True) for s in A.STAGES]
+               + [t["stage_shares"]["counts"][s] for s in A.STAGES] for n, t in tables.items()],
+              "Shares among outputs with a failure point.")
+    rep.figure(plots.stage_shares_bars({n: t["stage_shares"]["shares"] for n, t in tables.items()},
+                                       fig_dir / "fig3_stage_shares.png"),
+               "Share of failed outputs whose first failure is early, mid or late (MRPO Fig. 3).")
+    for n, t in tables.items():
+        if len(t["stage_shares_by_dataset"]) > 1:
+            rep.table(["Dataset", "Failed", "Early (%)", "Mid (%)", "Late (%)"],
+                      [[ds, s["n_failed"]] + [fmt(s["shares"][x], pct=True) for x in A.STAGES]
+                       for ds, s in t["stage_shares_by_dataset"].items()], f"{n}: stages per dataset")
+    rep.heading("Incorrect rate per FFP bin (MRPO Fig. 1A)")
+    for n, t in tables.items():
+        rep.table(["FFP bin", "N", "Incorrect", "Incorrect rate (%)"],
+                  [[b["bin"], b["n"], b["incorrect"], fmt(b["rate"], pct=True)] for b in t["incorrect_rate_by_ffp_bin"]]
+                  + [["No FFP", "", "", fmt(t["no_ffp_incorrect_rate"], pct=True)]], f"{n}")
+    rep.figure(plots.incorrect_rate_by_bin({n: t["incorrect_rate_by_ffp_bin"] for n, t in tables.items()},
+                                           fig_dir / "fig1a_incorrect_rate.png"),
+               "Incorrect rate across FFP bins of width 0.1 (MRPO Fig. 1A).")
+    rep.heading("Failure accumulation per FFP bin (MRPO Fig. 1B and Fig. 4)")
+    for n, t in tables.items():
+        rep.table(["FFP bin", "N", "FAR (%)", "N correct", "FAR correct (%)", "N incorrect", "FAR incorrect (%)"],
+                  [[b["bin"], b["n"], fmt(b["far"], pct=True), b["n_correct"], fmt(b["far_correct"], pct=True),
+                    b["n_incorrect"], fmt(b["far_incorrect"], pct=True)] for b in t["far_by_ffp_bin"]], f"{n}")
+        rep.figure(plots.far_correct_incorrect(t["far_by_ffp_bin"], fig_dir / f"fig1b_far_{_safe(n)}.png",
+                                               title=f"FAR across FFP bins, correct vs incorrect: {n}"),
+                   f"{n}: FAR per FFP bin of width 0.2 for correct and incorrect outputs (MRPO Fig. 1B).")
+    rep.figure(plots.far_by_bin_runs({n: t["far_by_ffp_bin"] for n, t in tables.items()},
+                                     fig_dir / "fig4_far_bins.png"),
+               "FAR across FFP bins of width 0.2 (MRPO Fig. 4).")
+    rep.write(out_dir)
+    return tables
+
+
+# --------------------------------------------------------------------------- paired runs
+def compare_run_dirs(run_a: str | Path, run_b: str | Path, out_dir: str | Path, *,
+                     names: Sequence[str] | None = None, judge: Any = None) -> dict:
+    """Paired comparison of two eval folders on the same inputs (MRPO App. E.2, Tables 11-13),
+    plus the FFP/FAR analysis of both. Rows/"A" = the first run (the paper's GRPO), columns/"B"
+    = the second (MRPO)."""
+    out_dir = Path(out_dir)
+    name_a, name_b = names if names else (_run_name(Path(run_a)), _run_name(Path(run_b)))
+    if name_a == name_b:
+        name_a, name_b = f"{name_a} (A)", f"{name_b} (B)"
+    tables = analyze_runs([run_a, run_b], out_dir / "ffp", judge=judge, names=[name_a, name_b])
+    items = {}
+    for n in (name_a, name_b):
+        path = out_dir / "ffp" / f"per_output_{_safe(n)}.jsonl"
+        items[n] = {json.loads(l)["key"]: json.loads(l) for l in path.read_text(encoding="utf-8").splitlines() if l}
+
+    def view(it: dict) -> dict:
+        return {"correct": it["correct"], "ffp": it["ffp"], "has_steps": it["status"] == "analysed"}
+
+    result = A.compare_runs({k: view(v) for k, v in items[name_a].items()},
+                            {k: view(v) for k, v in items[name_b].items()})
+    _write_json(out_dir / "comparison.json", {"a": name_a, "b": name_b, **result})
+
+    fig_dir = out_dir / "figures"
+    t = result["paired_table"]
+    n = t["n"] or 1
+    rep = Report(f"medrl analyze --compare: {name_a} vs {name_b}")
+    rep.paragraph(f"Paired, instance-level comparison on the inputs both runs answered (MRPO App. E.2). Rows: "
+                  f"{name_a}; columns: {name_b}. Left out: {result['only_in_a']} inputs only in {name_a}, "
+                  f"{result['only_in_b']} only in {name_b}, {result['unscored_pairs']} with an unscored verdict.")
+    rep.heading("Prediction consistency (MRPO Table 11)")
+    cell = lambda v: f"{v} ({100 * v / n:.1f}%)"  # noqa: E731
+    rep.table([f"{name_a} \\ {name_b}", "Correct", "Wrong"],
+              [["Correct", cell(t["both_correct"]), cell(t["a_only"])],
+               ["Wrong", cell(t["b_only"]), cell(t["both_wrong"])]], f"{t['n']} paired inputs")
+    for key, title, pct_mode in (
+        ("transitions_b_only_correct", f"FFP stage transitions, {name_b}-only-correct inputs (MRPO Table 12)", "row"),
+        ("transitions_a_only_correct", f"FFP stage transitions, {name_a}-only-correct inputs (MRPO Table 13)", "sum"),
+    ):
+        m = result[key]
+        rep.heading(title)
+        rep.table(*_matrix_table(m, name_a, name_b, pct_mode),
+                  ("Percentages within each row." if pct_mode == "row" else "SUM row: percentages of all inputs.")
+                  + (f" {m['excluded_no_steps']} inputs without reasoning steps left out." if m["excluded_no_steps"] else ""))
+        rep.figure(plots.transition_heatmap(m, fig_dir / f"{key}.png", title, name_a, name_b), title)
+    rep.heading("FFP stages of both runs (MRPO Fig. 3)")
+    rep.table(["Run", "Failed outputs", "Early (%)", "Mid (%)", "Late (%)"],
+              [[r, tb["stage_shares"]["n_failed"]] + [fmt(tb["stage_shares"]["shares"][s], pct=True) for s in A.STAGES]
+               for r, tb in tables.items()])
+    rep.figure(out_dir / "ffp" / "figures" / "fig3_stage_shares.png", "FFP stage shares (MRPO Fig. 3).")
+    rep.figure(out_dir / "ffp" / "figures" / "fig4_far_bins.png", "FAR across FFP bins (MRPO Fig. 4).")
+    rep.paragraph("Full FFP/FAR tables of both runs: ffp/report.html.", note=True)
+    rep.write(out_dir)
+    return result
+
+
+def _matrix_table(m: dict, name_a: str, name_b: str, pct_mode: str) -> tuple[list, list]:
+    labels = [A.STAGE_LABELS[s] for s in m["labels"]]
+    header = [f"{name_a} \\ {name_b}"] + labels + ["SUM"]
+    body = []
+    for lab, row, rs in zip(labels, m["counts"], m["row_sums"]):
+        if pct_mode == "row" and rs:
+            body.append([lab] + [f"{v} ({100 * v / rs:.1f}%)" for v in row] + [rs])
+        else:
+            body.append([lab] + [str(v) for v in row] + [rs])
+    total = m["n"]
+    if pct_mode == "sum" and total:
+        body.append(["SUM"] + [f"{v} ({100 * v / total:.1f}%)" for v in m["col_sums"]] + [total])
+    else:
+        body.append(["SUM"] + [str(v) for v in m["col_sums"]] + [total])
+    return header, body
+
+
+# --------------------------------------------------------------------------- agreement
+def load_labels(source: str | Path, field: str) -> tuple[dict, dict]:
+    """Labels of one rater: an eval folder (its judge's verdicts) or a label file."""
+    from medrl.eval.agreement import labels_from_outputs, read_label_file
+    from medrl.eval.runner import load_run
+
+    p = Path(source)
+    if p.is_dir():
+        return labels_from_outputs(load_run(p), field)
+    labels = read_label_file(p)
+    groups = {k: (k[0] if isinstance(k, tuple) else k).rsplit(":", 1)[0] for k in labels}
+    return labels, groups
+
+
+def agreement_report(a: str | Path, b: str | Path, out_dir: str | Path, *, field: str = "correct",
+                     names: Sequence[str] | None = None) -> dict:
+    """Agreement rate and Cohen's kappa between two raters, overall and per dataset (MRPO
+    App. B.1, Table 3)."""
+    from medrl.eval.agreement import agreement_summary, pair_labels
+
+    out_dir = Path(out_dir)
+    la, ga = load_labels(a, field)
+    lb, gb = load_labels(b, field)
+    pairs, counts = pair_labels(la, lb)
+    if not pairs:
+        raise ValueError(f"no item is labelled by both raters ({a} and {b}, field {field!r}); "
+                         "label-file ids must be output keys such as 'vqa_rad:test:123'")
+    summary = agreement_summary(pairs, {**gb, **ga})
+    name_a, name_b = names if names else (Path(a).name, Path(b).name)
+    confusion = {f"{x}{y}": sum(1 for p in pairs.values() if p == (x, y)) for x in (1, 0) for y in (1, 0)}
+    result = {"a": str(a), "b": str(b), "field": field, "counts": counts, "confusion": confusion, **summary}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _write_json(out_dir / "agreement.json", result)
+    rep = Report(f"medrl analyze agreement: {name_a} vs {name_b} ({field})")
+    rep.paragraph("Agreement rate = share of items both raters label the same; Cohen's kappa corrects it for "
+                  "chance agreement (MRPO App. B.1; above 0.61 is substantial agreement by Landis and Koch).")
+    rows = [[g, s["n"], fmt(s["agreement"], pct=True), fmt(s["kappa"])] for g, s in summary["groups"].items()]
+    rows.append(["Total", summary["total"]["n"], fmt(summary["total"]["agreement"], pct=True),
+                 fmt(summary["total"]["kappa"])])
+    rep.table(["Group", "N", "Agreement (%)", "Cohen's kappa"], rows,
+              f"Items labelled by only one rater were left out: {counts['only_a']} ({name_a}), {counts['only_b']} ({name_b}).")
+    rep.table([f"{name_a} \\ {name_b}", "1", "0"],
+              [["1", confusion["11"], confusion["10"]], ["0", confusion["01"], confusion["00"]]], "Confusion table")
+    rep.write(out_dir)
+    return result
+
+
+# --------------------------------------------------------------------------- training
+def training_report(logdirs: Sequence[str | Path], out_dir: str | Path, *, samples: str | Path | None = None,
+                    group_size: int = 8, names: Sequence[str] | None = None,
+                    overrides: dict | None = None) -> dict:
+    """Training-dynamics curves (MRPO App. G) for one or more runs, and with ``samples`` the raw vs
+    adaptive semantic reward distributions (ARMed Fig. 3)."""
+    from medrl.eval import diagnostics as D
+
+    out_dir = Path(out_dir)
+    fig_dir = out_dir / "figures"
+    names = list(names) if names else [Path(d).resolve().name for d in logdirs]
+    panels: dict[str, dict] = {}
+    found: dict[str, list[str]] = {}
+    for name, d in zip(names, logdirs):
+        scalars = D.load_scalars(d)
+        found[name] = sorted(scalars)
+        for panel, series in D.pick_curves(scalars, overrides).items():
+            panels.setdefault(panel, {})[name] = series
+    result: dict[str, Any] = {"curves": panels, "keys": found}
+    rep = Report("medrl analyze training: reward diagnostics and training dynamics")
+    if panels:
+        rep.heading("Training dynamics (MRPO App. G)")
+        rep.figure(plots.training_curves(panels, fig_dir / "training_curves.png"),
+                   "Answer reward, process reward, KL divergence and completion length per step (where logged).")
+        rep.table(["Panel", "Run", "Points", "First", "Last"],
+                  [[p, r, len(s), fmt(s[0][1]), fmt(s[-1][1])] for p, runs in panels.items() for r, s in runs.items() if s])
+    missing = [p for p in D.CURVES if p not in panels]
+    if missing:
+        rep.paragraph(f"Not found in the logs: {', '.join(missing)} (use --metric 'PANEL=KEY' to point at a log key).",
+                      note=True)
+    if samples is not None:
+        stats = D.raw_vs_adaptive(D.load_reward_samples(samples, group_size=group_size))
+        result["reward_distribution"] = {k: {kk: vv for kk, vv in v.items() if not kk.endswith("_values")}
+                                         for k, v in stats.items()}
+        rep.heading("Raw vs adaptive semantic reward (ARMed Fig. 3)")
+        rep.table(["Reward", "N", "Raw mean", "Raw variance", "Adaptive mean", "Adaptive variance", "Adaptive from"],
+                  [[k, v["raw"]["n"], fmt(v["raw"]["mean"]), fmt(v["raw"]["var"]), fmt(v["adaptive"]["mean"]),
+                    fmt(v["adaptive"]["var"]), "replayed Adapt()" if v["replayed"] else "log"] for k, v in stats.items()],
+                  "ARMed reports raw BERTScore 0.986 / 0.029 and adaptive 0.648 / 0.104 (mean / variance).")
+        for k, v in stats.items():
+            rep.figure(plots.reward_histograms({f"raw {k}": v["raw_values"], f"adaptive {k}": v["adaptive_values"]},
+                                               fig_dir / f"reward_hist_{_safe(k)}.png",
+                                               title=f"{k}: raw vs adaptive (ARMed Fig. 3)"),
+                       f"Distribution of raw and adaptive {k} rewards.")
+    if not panels and samples is None:
+        raise ValueError(f"nothing to plot: none of {list(D.CURVES)} found in {list(map(str, logdirs))} "
+                         f"(keys seen: {found}); pass --metric or --samples")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _write_json(out_dir / "training.json", result)
+    rep.write(out_dir)
+    return result
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
