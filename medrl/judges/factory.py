@@ -1,0 +1,65 @@
+"""``build_judge(spec)``: one entry point from a recipe string to a judge.
+
+Specs: ``"reference"`` (offline heuristic judge) or ``"openai:<model>"`` (any OpenAI-compatible
+endpoint: ``base_url=None`` means api.openai.com, else a vLLM server or ``medrl serve-judge``).
+:func:`shared_judge` memoises judges by spec and options, so several reward functions of one run
+share one client, one cache and one set of statistics.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from typing import Any
+
+from medrl.judges.base import Judge
+
+_SHARED: dict[str, Any] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def build_judge(
+    spec: str | Judge,
+    *,
+    base_url: str | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    cache_path: str | os.PathLike | None = None,
+    concurrency: int = 16,
+    **kw: Any,
+) -> Judge:
+    """A judge from ``spec``; a judge object passes through unchanged.
+
+    Extra keywords go to the judge class (:class:`~medrl.judges.openai_judge.OpenAIJudge`:
+    timeout, max_retries, temperature, max_tokens, answer_format, multimodal, ...;
+    :class:`~medrl.judges.reference.ReferenceJudge`: use_embeddings, embed_threshold, ...).
+    """
+    if not isinstance(spec, str):
+        if all(hasattr(spec, m) for m in ("answer_correct", "verify_steps", "consistency")):
+            return spec
+        raise TypeError(f"judge spec must be a string or a judge object, got {type(spec).__name__}")
+    kind, _, model = spec.partition(":")
+    kind = kind.strip().lower()
+    if kind == "reference":
+        from medrl.judges.reference import ReferenceJudge
+
+        return ReferenceJudge(**kw)
+    if kind == "openai":
+        if not model.strip():
+            raise ValueError(f"judge spec {spec!r}: give a model, e.g. 'openai:gpt-5-mini'")
+        from medrl.judges.openai_judge import OpenAIJudge
+
+        return OpenAIJudge(model.strip(), base_url=base_url, api_key_env=api_key_env, cache_path=cache_path,
+                           concurrency=concurrency, **kw)
+    raise ValueError(f"unknown judge spec {spec!r}: use 'reference' or 'openai:<model>'")
+
+
+def shared_judge(spec: str | Judge, **options: Any) -> Judge:
+    """Like :func:`build_judge`, but one instance per (spec, options) in this process."""
+    if not isinstance(spec, str):
+        return build_judge(spec)
+    key = json.dumps([spec, options], sort_keys=True, default=str)
+    with _SHARED_LOCK:
+        if key not in _SHARED:
+            _SHARED[key] = build_judge(spec, **options)
+        return _SHARED[key]

@@ -1,0 +1,401 @@
+"""A judge on any OpenAI-compatible chat endpoint: OpenAI (GPT-5-mini, GPT-4o), a vLLM server,
+or ``medrl serve-judge``. Built on the official ``openai`` SDK (``AsyncOpenAI``).
+
+What makes ~100K calls per epoch affordable and safe:
+
+- bounded concurrency (a semaphore of ``concurrency`` requests in flight);
+- retries with exponential backoff and jitter on 429, 5xx, timeouts, connection errors and
+  malformed HTTP bodies (``Retry-After`` honoured, capped); the SDK's own retries are off so every
+  retry is counted; an unparseable verdict is re-asked ``parse_retries`` times;
+- strict verdict parsing (:mod:`medrl.judges.parsing`): what does not parse is *unscored*;
+- a persistent SQLite cache keyed by model + messages + parameters (:mod:`medrl.judges.cache`),
+  and de-duplication of identical requests in flight (GRPO groups repeat short answers);
+- accounting in :class:`~medrl.judges.base.JudgeStats` (calls, cache hits, merged duplicates,
+  retries, failures, input/output tokens).
+
+The API key is read from the environment variable ``api_key_env``; it never appears in a log line
+or in an error message (every message is passed through :meth:`OpenAIJudge._sanitise`). Local
+servers need no key ("EMPTY" is sent).
+
+All requests run on one event loop owned by the judge (a daemon thread), so the HTTP client,
+the semaphore and the in-flight table are shared by every caller - TRL's reward loop,
+``run_sync`` from plain code, several reward functions at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import logging
+import os
+import random
+import re
+import threading
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from medrl.judges import prompts
+from medrl.judges.base import JUDGES, JudgeStats
+from medrl.judges.cache import JudgeCache, cache_key
+from medrl.judges.guards import trivial_answer
+from medrl.judges.parsing import (
+    VerdictParseError,
+    parse_audit,
+    parse_key_steps,
+    parse_o_x,
+    parse_score,
+    parse_step_verdicts,
+    parse_yes_no,
+)
+from medrl.types import Verdict
+
+log = logging.getLogger("medrl.judges")
+
+_SECRETISH = re.compile(r"(sk-[A-Za-z0-9_\-]{6,}|Bearer\s+\S+)")
+# reasoning models reject an explicit temperature
+_NO_TEMPERATURE = re.compile(r"^(gpt-5|o1|o3|o4)", re.IGNORECASE)
+
+
+@JUDGES.register("openai")
+class OpenAIJudge:
+    """LLM judge over an OpenAI-compatible ``/v1/chat/completions`` endpoint.
+
+    Args:
+        model: model name at the endpoint ("gpt-5-mini", "Qwen/Qwen3-4B-Instruct-2507", ...).
+        base_url: endpoint root (``http://127.0.0.1:8000/v1``); None = api.openai.com.
+        api_key_env: environment variable holding the key; required when ``base_url`` is None.
+        cache_path: SQLite file; None = ``<medrl cache>/judge_cache.sqlite``; ":memory:" = none kept.
+        concurrency: requests in flight at most.
+        timeout: seconds per request.  max_retries: retries per request after the first try.
+        backoff / max_backoff: first backoff delay and its cap, in seconds (exponential, jittered).
+        parse_retries: re-asks after an unparseable verdict (counted in ``max_retries``).
+        temperature: sampling temperature; "auto" = 0.0, or omitted for reasoning models
+            (gpt-5*, o1/o3/o4) that only accept their default.
+        max_tokens: cap on the reply (sent as ``max_completion_tokens``); None = endpoint default.
+        answer_format: "yes_no" (MediX-R1) or "o_x" (MRPO App. H.1) for answer correctness.
+        multimodal: attach the image (when given) to answer-correctness and step prompts.
+        extra_body: extra JSON fields for the endpoint (e.g. vLLM's ``chat_template_kwargs``).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        cache_path: str | os.PathLike | None = None,
+        concurrency: int = 16,
+        timeout: float = 60.0,
+        max_retries: int = 4,
+        backoff: float = 0.5,
+        max_backoff: float = 8.0,
+        parse_retries: int = 1,
+        temperature: float | str | None = "auto",
+        max_tokens: int | None = None,
+        answer_format: str = "yes_no",
+        multimodal: bool = False,
+        extra_body: dict | None = None,
+        name: str | None = None,
+    ):
+        import openai
+
+        if not model:
+            raise ValueError("OpenAIJudge: model name is empty")
+        if answer_format not in ("yes_no", "o_x"):
+            raise ValueError(f"OpenAIJudge: answer_format must be 'yes_no' or 'o_x', got {answer_format!r}")
+        key = os.environ.get(api_key_env, "") if api_key_env else ""
+        if not key:
+            if base_url is None:
+                raise RuntimeError(
+                    f"OpenAIJudge({model!r}): no API key - set the environment variable {api_key_env} "
+                    "or pass base_url for a local OpenAI-compatible server"
+                )
+            key = "EMPTY"
+        self._secrets = [key] if key != "EMPTY" and len(key) >= 4 else []
+        self.model = model
+        self.base_url = base_url
+        self.name = name or f"openai:{model}"
+        self.stats = JudgeStats()
+        self.concurrency = max(1, int(concurrency))
+        self.timeout = float(timeout)
+        self.max_retries = max(0, int(max_retries))
+        self.backoff = float(backoff)
+        self.max_backoff = float(max_backoff)
+        self.parse_retries = max(0, int(parse_retries))
+        self.answer_format = answer_format
+        self.multimodal = bool(multimodal)
+        if temperature == "auto":
+            temperature = None if _NO_TEMPERATURE.match(model) else 0.0
+        self._params: dict[str, Any] = {}
+        if temperature is not None:
+            self._params["temperature"] = float(temperature)
+        if max_tokens is not None:
+            self._params["max_completion_tokens"] = int(max_tokens)
+        if extra_body:
+            self._params["extra_body"] = dict(extra_body)
+        if cache_path is None:
+            from medrl.paths import cache_dir
+
+            cache_path = cache_dir() / "judge_cache.sqlite"
+        self.cache = JudgeCache(cache_path)
+        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=key, max_retries=0, timeout=self.timeout)
+        self._openai = openai
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._sem: asyncio.Semaphore | None = None
+        self._inflight: dict[str, asyncio.Task] = {}
+        self._failures_logged = 0
+
+    def __repr__(self) -> str:
+        return f"OpenAIJudge(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency})"
+
+    # ------------------------------------------------------------------ the six tasks
+    async def answer_correct(self, question: str, reference: str, prediction: str, *, image: Any = None) -> Verdict:
+        why = trivial_answer(prediction, reference)
+        if why:
+            return Verdict.ok(False, guard=why)
+        parser = parse_yes_no if self.answer_format == "yes_no" else parse_o_x
+        msgs = prompts.answer_correct(question, reference, prediction, self.answer_format)
+        return await self._submit(msgs, parser, image)
+
+    async def verify_steps(
+        self,
+        question: str,
+        reference: str,
+        steps: Sequence[str],
+        *,
+        gold_reasoning: str | None = None,
+        evidence: dict | None = None,
+        image: Any = None,
+    ) -> Verdict:
+        steps = list(steps)
+        if not steps:
+            return Verdict.ok([], guard="no steps")
+        msgs = prompts.verify_steps(question, reference, steps, gold_reasoning, evidence)
+        n = len(steps)
+        return await self._submit(msgs, lambda t: parse_step_verdicts(t, n), image)
+
+    async def consistency(self, question: str, reasoning: str, answer: str) -> Verdict:
+        if not (reasoning or "").strip():
+            return Verdict.ok(False, guard="empty reasoning")
+        why = trivial_answer(answer, allow_one_char=True)
+        if why:
+            return Verdict.ok(False, guard=why)
+        return await self._submit(prompts.consistency(question, reasoning, answer), parse_yes_no)
+
+    async def grade(self, question: str, reference: str, prediction: str, *, rubric: str = "binary") -> Verdict:
+        msgs = prompts.grade(question, reference, prediction, rubric)  # validates rubric
+        why = trivial_answer(prediction, reference, allow_one_char=True)
+        if why:
+            return Verdict.ok(0.0, guard=why)
+        return await self._submit(msgs, lambda t: parse_score(t, rubric))
+
+    async def audit_vqa(self, question: str, answer: str, *, answer_type: str | None = None) -> Verdict:
+        if not (question or "").strip() or not (answer or "").strip():
+            return Verdict.ok(
+                {"status": "drop", "new_q": question or "", "new_a": answer or "", "notes": "empty question or answer"},
+                guard="empty",
+            )
+        msgs = prompts.audit_vqa(question, answer, answer_type)
+        return await self._submit(msgs, lambda t: parse_audit(t, question, answer))
+
+    async def extract_key_steps(self, question: str, answer: str, reasoning: str) -> Verdict:
+        if not (reasoning or "").strip():
+            return Verdict.unscored("no reasoning to extract key steps from")
+        return await self._submit(prompts.extract_key_steps(question, answer, reasoning), parse_key_steps)
+
+    # ------------------------------------------------------------------ machinery
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                ready = threading.Event()
+
+                def serve() -> None:
+                    asyncio.set_event_loop(loop)
+                    loop.call_soon(ready.set)
+                    loop.run_forever()
+
+                self._thread = threading.Thread(target=serve, name=f"medrl-judge[{self.model}]", daemon=True)
+                self._thread.start()
+                ready.wait()
+                self._loop = loop
+            return self._loop
+
+    async def _submit(self, messages: list[dict], parser: Callable[[str], Any], image: Any = None) -> Verdict:
+        if image is not None and self.multimodal:
+            messages = _with_image(messages, image)
+        loop = self._ensure_loop()
+        fut = asyncio.run_coroutine_threadsafe(self._request(messages, parser), loop)
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:  # pragma: no cover - only if someone awaits on the judge's own loop
+            raise RuntimeError("OpenAIJudge methods must not be awaited on the judge's own loop")
+        return await asyncio.wrap_future(fut)
+
+    async def _request(self, messages: list[dict], parser: Callable[[str], Any]) -> Verdict:
+        """Runs on the judge's loop: cache, then in-flight de-duplication, then the network."""
+        key = cache_key(self.model, messages, self._params)
+        cached = self.cache.get(key)
+        if cached is not None:
+            try:
+                value = parser(cached)
+            except VerdictParseError:
+                pass  # parser changed since: ask again
+            else:
+                self.stats.cache_hits += 1
+                return Verdict.ok(value, raw=cached, cached=True)
+        task = self._inflight.get(key)
+        if task is not None:
+            self.stats.deduplicated += 1
+            return await asyncio.shield(task)
+        task = asyncio.ensure_future(self._send(key, messages, parser))
+        self._inflight[key] = task
+        task.add_done_callback(lambda _t, k=key: self._inflight.pop(k, None))
+        return await asyncio.shield(task)
+
+    async def _send(self, key: str, messages: list[dict], parser: Callable[[str], Any]) -> Verdict:
+        if self._sem is None:
+            self._sem = asyncio.Semaphore(self.concurrency)
+        self.stats.calls += 1
+        attempt, parse_failures = 0, 0
+        while True:
+            retry_after = None
+            try:
+                async with self._sem:
+                    resp = await self._client.chat.completions.create(
+                        model=self.model, messages=messages, timeout=self.timeout, **self._params
+                    )
+                text = _reply_text(resp)
+            except Exception as exc:  # noqa: BLE001 - every failure becomes a counted verdict
+                retryable, error, retry_after = self._classify(exc)
+            else:
+                self._count_usage(resp)
+                try:
+                    value = parser(text)
+                except VerdictParseError as exc:
+                    error, retryable = self._sanitise(f"unparseable verdict: {exc}"), parse_failures < self.parse_retries
+                    parse_failures += 1
+                    if not (retryable and attempt < self.max_retries):
+                        return self._fail(error, raw=text, attempts=attempt + 1)
+                else:
+                    self.cache.put(key, self.model, text)
+                    return Verdict.ok(value, raw=text, attempts=attempt + 1)
+            if not retryable or attempt >= self.max_retries:
+                return self._fail(error, attempts=attempt + 1)
+            attempt += 1
+            self.stats.retries += 1
+            delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
+            if retry_after is not None:
+                delay = min(self.max_backoff, max(delay, retry_after))
+            await asyncio.sleep(delay)
+
+    def _classify(self, exc: BaseException) -> tuple[bool, str, float | None]:
+        """(retryable, sanitised message, Retry-After seconds or None)."""
+        oa = self._openai
+        status = getattr(exc, "status_code", None)
+        retry_after = None
+        response = getattr(exc, "response", None)
+        if response is not None:
+            try:
+                retry_after = float(response.headers.get("retry-after"))
+            except (TypeError, ValueError, AttributeError):
+                retry_after = None
+        if isinstance(exc, oa.APITimeoutError):
+            retryable, what = True, f"timeout after {self.timeout:g}s"
+        elif isinstance(exc, oa.APIConnectionError):
+            retryable, what = True, f"connection error ({exc})"
+        elif isinstance(exc, oa.APIStatusError):
+            retryable = status in (408, 409, 429) or (status or 0) >= 500
+            what = f"HTTP {status}: {exc}"
+        elif isinstance(exc, (oa.APIResponseValidationError, ValueError, KeyError, IndexError, AttributeError, TypeError)):
+            retryable, what = True, f"malformed response ({type(exc).__name__}: {exc})"
+        else:
+            retryable, what = False, f"{type(exc).__name__}: {exc}"
+        return retryable, self._sanitise(what), retry_after
+
+    def _sanitise(self, text: str) -> str:
+        text = str(text)
+        for s in self._secrets:
+            text = text.replace(s, "***")
+        text = _SECRETISH.sub("***", text)
+        return text if len(text) <= 500 else text[:497] + "..."
+
+    def _fail(self, error: str, raw: str = "", attempts: int = 1) -> Verdict:
+        self.stats.failures += 1
+        self._failures_logged += 1
+        n = self._failures_logged
+        if n <= 10 or n % 100 == 0:
+            log.warning("judge %s: request unscored after %d attempt(s): %s (failure #%d)", self.name, attempts, error, n)
+        return Verdict.unscored(error, raw=raw, attempts=attempts)
+
+    def _count_usage(self, resp: Any) -> None:
+        usage = getattr(resp, "usage", None)
+        self.stats.input_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
+        self.stats.output_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
+
+    def close(self) -> None:
+        """Close the HTTP client, stop the judge's loop and close the cache."""
+        with self._lock:
+            loop, self._loop = self._loop, None
+        if loop is not None:
+            try:
+                asyncio.run_coroutine_threadsafe(self._client.close(), loop).result(timeout=5)
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
+            loop.call_soon_threadsafe(loop.stop)
+            if self._thread is not None:
+                self._thread.join(timeout=5)
+        self.cache.close()
+
+
+def _reply_text(resp: Any) -> str:
+    """The message text of a chat completion; raises ValueError on a malformed body."""
+    choices = getattr(resp, "choices", None)
+    if not choices:
+        raise ValueError(f"no choices in the reply ({type(resp).__name__})")
+    content = choices[0].message.content
+    if content is None:
+        raise ValueError("reply message has no content")
+    return content
+
+
+def _with_image(messages: list[dict], image: Any) -> list[dict]:
+    """Attach ``image`` (PIL image, path, bytes, HF image dict, data: or http(s) URL) to the user turn."""
+    url = image_data_url(image)
+    out = [dict(m) for m in messages]
+    user = out[-1]
+    user["content"] = [{"type": "text", "text": user["content"]}, {"type": "image_url", "image_url": {"url": url}}]
+    return out
+
+
+def image_data_url(image: Any) -> str:
+    if isinstance(image, str) and image.startswith(("data:", "http://", "https://")):
+        return image
+    if isinstance(image, dict):
+        if image.get("bytes"):
+            image = image["bytes"]
+        elif image.get("path"):
+            image = image["path"]
+        else:
+            raise ValueError("image dict has neither 'bytes' nor 'path'")
+    mime = "image/png"
+    if isinstance(image, (str, Path)):
+        p = Path(image)
+        data = p.read_bytes()
+        mime = {".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".png": "image/png"}.get(p.suffix.lower(), "image/png")
+    elif isinstance(image, (bytes, bytearray)):
+        data = bytes(image)
+        if data[:3] == b"\xff\xd8\xff":
+            mime = "image/jpeg"
+    elif hasattr(image, "save"):  # PIL image
+        buf = io.BytesIO()
+        image.save(buf, format="PNG")
+        data = buf.getvalue()
+    else:
+        raise TypeError(f"cannot send an image of type {type(image).__name__} to the judge")
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"

@@ -1,0 +1,171 @@
+"""Strict parsers for judge replies. Anything that does not parse raises :class:`VerdictParseError`,
+which the judges turn into an *unscored* verdict - a reply is never read as a pass by default.
+
+What is tolerated, and nothing more: surrounding whitespace; a leading ``<think>...</think>``
+block (reasoning judges such as Qwen3 emit one); for one-word verdicts, surrounding quotes or
+markdown emphasis and one trailing full stop; for JSON, one Markdown code fence around the
+object. "Yes, but no", "The answer is YES" or JSON followed by prose are rejected.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from medrl.types import StepVerdict
+
+
+class VerdictParseError(ValueError):
+    """The judge's reply does not have the required shape."""
+
+
+_THINK = re.compile(r"^\s*<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_FENCE = re.compile(r"^```(?:json|JSON)?\s*\n?(.*?)\n?\s*```$", re.DOTALL)
+_WRAP = "\"'`*_ \t\n"
+
+
+def strip_thinking(text: str) -> str:
+    if not isinstance(text, str):
+        raise VerdictParseError(f"reply is not text: {type(text).__name__}")
+    return _THINK.sub("", text, count=1).strip()
+
+
+def _word(text: str) -> str:
+    core = strip_thinking(text).strip(_WRAP)
+    if core.endswith("."):
+        core = core[:-1].strip(_WRAP)
+    return core
+
+
+def parse_yes_no(text: str) -> bool:
+    """``YES`` -> True, ``NO`` -> False (any case); anything else raises."""
+    word = _word(text).lower()
+    if word == "yes":
+        return True
+    if word == "no":
+        return False
+    raise VerdictParseError(f"expected YES or NO, got {_short(text)}")
+
+
+def parse_o_x(text: str) -> bool:
+    """``O`` -> True, ``X`` -> False (MRPO App. H.1 format); anything else raises."""
+    word = _word(text).upper()
+    if word == "O":
+        return True
+    if word == "X":
+        return False
+    raise VerdictParseError(f"expected O or X, got {_short(text)}")
+
+
+def parse_json_object(text: str) -> dict:
+    """One JSON object, optionally inside one Markdown code fence."""
+    core = strip_thinking(text)
+    m = _FENCE.match(core)
+    if m:
+        core = m.group(1).strip()
+    try:
+        obj = json.loads(core)
+    except (json.JSONDecodeError, TypeError) as exc:
+        raise VerdictParseError(f"reply is not a JSON object ({exc.msg if hasattr(exc, 'msg') else exc}): {_short(text)}") from None
+    if not isinstance(obj, dict):
+        raise VerdictParseError(f"reply is JSON but not an object: {_short(text)}")
+    return obj
+
+
+def _bit(value: Any, what: str) -> int:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int) and value in (0, 1):
+        return value
+    if isinstance(value, float) and value in (0.0, 1.0):
+        return int(value)
+    raise VerdictParseError(f"{what} must be 0 or 1, got {value!r}")
+
+
+def _get(d: dict, *names: str) -> Any:
+    for n in names:
+        if n in d:
+            return d[n]
+    raise VerdictParseError(f"missing field {names[0]!r} in {_short(json.dumps(d))}")
+
+
+def parse_step_verdicts(text: str, n_steps: int) -> list[StepVerdict]:
+    """Per-step verdicts, exactly ``n_steps`` of them, in order.
+
+    Accepted shapes: ours, ``{"steps": [{"step": 1, "gold_alignment": 0|1,
+    "answer_contribution": 0|1, "reason": "..."?}, ...]}`` and the MRPO paper's
+    ``{"Reasoning_Check": {"step1": {"Gold Alignment": 1, "Answer Contribution": 0}, ...}}``.
+    """
+    obj = parse_json_object(text)
+    items: list[dict]
+    if "steps" in obj:
+        items = obj["steps"]
+        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            raise VerdictParseError("'steps' must be a list of objects")
+        numbers = [i.get("step") for i in items]
+        if any(x is not None for x in numbers) and numbers != list(range(1, len(items) + 1)):
+            raise VerdictParseError(f"steps must be numbered 1..{len(items)} in order, got {numbers}")
+    elif "Reasoning_Check" in obj and isinstance(obj["Reasoning_Check"], dict):
+        rc = obj["Reasoning_Check"]
+        expected = [f"step{k}" for k in range(1, len(rc) + 1)]
+        if list(rc) != expected or not all(isinstance(v, dict) for v in rc.values()):
+            raise VerdictParseError(f"Reasoning_Check keys must be step1..stepN objects, got {list(rc)}")
+        items = list(rc.values())
+    else:
+        raise VerdictParseError(f"expected a 'steps' list: {_short(text)}")
+    if len(items) != n_steps:
+        raise VerdictParseError(f"expected {n_steps} step verdicts, got {len(items)}")
+    out = []
+    for k, it in enumerate(items, 1):
+        ga = _bit(_get(it, "gold_alignment", "Gold Alignment"), f"step {k} gold_alignment")
+        ac = _bit(_get(it, "answer_contribution", "Answer Contribution"), f"step {k} answer_contribution")
+        reason = it.get("reason", "")
+        out.append(StepVerdict(ga, ac, reason if isinstance(reason, str) else str(reason)))
+    return out
+
+
+def parse_score(text: str, rubric: str = "binary") -> float:
+    """``{"score": s}``: s in {0, 1} for "binary", an integer 0..5 for "report"."""
+    obj = parse_json_object(text)
+    s = _get(obj, "score")
+    if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s):
+        raise VerdictParseError(f"score must be a number, got {s!r}")
+    allowed = (0, 1) if rubric == "binary" else tuple(range(6))
+    if s not in allowed:
+        raise VerdictParseError(f"{rubric} score must be one of {allowed}, got {s!r}")
+    return float(s)
+
+
+AUDIT_STATUSES = ("consistent", "needs_fix", "drop")
+
+
+def parse_audit(text: str, question: str = "", answer: str = "") -> dict:
+    """ARMed audit JSON: status, new_q, new_a, notes. A needs_fix without a new question raises;
+    for other statuses missing new_q / new_a default to the originals."""
+    obj = parse_json_object(text)
+    status = obj.get("status")
+    if status not in AUDIT_STATUSES:
+        raise VerdictParseError(f"status must be one of {AUDIT_STATUSES}, got {status!r}")
+    new_q, new_a, notes = obj.get("new_q", question), obj.get("new_a", answer), obj.get("notes", "")
+    for name, v in (("new_q", new_q), ("new_a", new_a), ("notes", notes)):
+        if not isinstance(v, str):
+            raise VerdictParseError(f"{name} must be a string, got {v!r}")
+    if status == "needs_fix" and not new_q.strip():
+        raise VerdictParseError("status needs_fix without a new_q")
+    return {"status": status, "new_q": new_q.strip(), "new_a": (new_a.strip() or answer), "notes": notes}
+
+
+def parse_key_steps(text: str) -> list[str]:
+    """``{"key_steps": ["phrase", ...]}`` with 1 or more non-empty strings."""
+    obj = parse_json_object(text)
+    ks = _get(obj, "key_steps")
+    if not isinstance(ks, list) or not ks or not all(isinstance(s, str) and s.strip() for s in ks):
+        raise VerdictParseError(f"key_steps must be a non-empty list of non-empty strings, got {ks!r}")
+    return [s.strip() for s in ks]
+
+
+def _short(text: Any, n: int = 120) -> str:
+    s = repr(text)
+    return s if len(s) <= n else s[: n - 3] + "..."
