@@ -231,6 +231,10 @@ def test_mrpo_positive_advantage_still_penalises_invalid_steps():
     # valid step 2 gets +0.8
     out = mrpo_token_advantages([0.8], [0.2], [[0, 1]], [[(0, 2), (2, 4)]], 4)
     assert close(out[0], [-E * 0.8, -E * 0.8, 0.8, 0.8])
+    # invalid *last* step (k = K = 2, p = (2-1)/(2-1) = 1): -exp(1 - 1) * |0.5| = -0.5, which
+    # differs from the untouched A = +0.5; the valid first step gets +|A| = +0.5 (Eq. 7)
+    out = mrpo_token_advantages([0.5], [0.3], [[True, False]], [[(0, 1), (1, 3)]], 3)
+    assert close(out[0], [0.5, -0.5, -0.5])
 
 
 @pytest.mark.parametrize(

@@ -105,6 +105,15 @@ def test_adaptive_threshold_bounds_and_empty_filter():
     b = AdaptiveThreshold(initial_threshold=0.5)
     b([0.1, 0.2])  # cut 0.4
     assert b.threshold == pytest.approx(0.5) and not b.history
+    # Eq. 5 is strict (r > max(0, rho * T_t)): with T_0 = 0.5 the cut is 0.8 * 0.5 = 0.4, so a
+    # reward of exactly 0.4 is left out of the history; 0.9 enters; T* = 0.9 -> T_1 = 0.51
+    c = AdaptiveThreshold(initial_threshold=0.5)
+    c([0.4, 0.9])
+    assert list(c.history) == [0.9] and c.threshold == pytest.approx(0.51)
+    # with T_t = 0 the cut is max(0, 0) = 0: a zero reward is not valid, any positive one is
+    d = AdaptiveThreshold(initial_threshold=0.0)
+    d([0.0, 0.3])
+    assert list(d.history) == [0.3] and d.threshold == pytest.approx(0.01)
 
 
 def test_adaptive_threshold_warm_start():

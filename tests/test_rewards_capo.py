@@ -52,6 +52,9 @@ def test_perception_consistency_threshold():
     assert perception_consistency_reward(True, False, r_dar=0.2) == 0.0
     # tau 0.1: gap 0.2 > 0.1
     assert perception_consistency_reward(True, False, r_dar=0.2, tau=0.1) == 0.1
+    # Eq. 3 is strict (002_37d042df30c2f660.txt line 81, "> tau_pcr"): r_dar 0.3 gives a gap of
+    # exactly 0.3 - 0 = 0.3, which is not > 0.3 -> 0
+    assert perception_consistency_reward(True, False, r_dar=0.3) == 0.0
 
 
 def test_total_eq4():
