@@ -1,0 +1,296 @@
+"""Load any Hugging Face vision-language model (id or folder) as a policy, optionally with LoRA.
+
+``load_policy`` goes through the Auto classes (``AutoModelForImageTextToText`` /
+``AutoProcessor``), so Qwen2-VL, Qwen2.5-VL, Qwen3-VL, InternVL3 (``-hf`` checkpoints),
+SmolVLM/Idefics3 and LLaVA all load the same way. Fixes applied to every processor:
+left padding (batched generation needs the prompt flush against the completion), a pad token
+(falls back to EOS), and, where the stock processor cannot be built because its video processor
+needs torchvision, the image-only variant of :mod:`medrl.models.processors`.
+
+Two shorthand names are accepted: ``"tiny"`` (:func:`medrl.models.build_tiny_vlm`) and
+``"default"`` (:func:`medrl.models.build_default_policy`); they are built once into
+``<cache_dir>/models/<name>`` and reused.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+# Written into a model folder by builders whose parts start untrained (the default policy's
+# vision tower and projector): with LoRA these modules are trained in full (peft modules_to_save).
+POLICY_META = "medrl_policy.json"
+
+# Language-model projections targeted by LoRA by default (Qwen2/2.5/3, Llama/SmolLM2, InternVL,
+# Idefics3 all use these names); restricted to the language model so the vision tower is left alone.
+LM_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+SHORTHANDS = ("tiny", "default")
+
+
+@dataclass
+class LoraSpec:
+    """LoRA settings. Defaults follow the MRPO SFT baseline recipe (r=8, alpha=32, dropout 0.05;
+    MRPO 000_20b05565d28598f4.txt, implementation details of the SFT baseline).
+
+    ``target_modules=None`` targets the language model's attention and MLP projections;
+    ``modules_to_save=None`` takes them from the model folder's ``medrl_policy.json`` (modules
+    that start untrained and must be trained in full), else none.
+    """
+
+    r: int = 8
+    alpha: int = 32
+    dropout: float = 0.05
+    target_modules: list[str] | str | None = None
+    modules_to_save: list[str] | None = None
+
+    @classmethod
+    def coerce(cls, value: Any) -> "LoraSpec | Any | None":
+        """None/False -> None; True -> defaults; dict -> LoraSpec(**dict) (keys ``r``, ``alpha``
+        or ``lora_alpha``, ``dropout`` or ``lora_dropout``, ``target_modules``,
+        ``modules_to_save``); a LoraSpec or a peft ``LoraConfig`` is returned as is."""
+        if value is None or value is False:
+            return None
+        if value is True:
+            return cls()
+        if isinstance(value, dict):
+            d = dict(value)
+            aliases = {"lora_alpha": "alpha", "lora_dropout": "dropout"}
+            d = {aliases.get(k, k): v for k, v in d.items()}
+            unknown = set(d) - {"r", "alpha", "dropout", "target_modules", "modules_to_save"}
+            if unknown:
+                raise ValueError(f"LoRA options: unknown keys {sorted(unknown)}")
+            return cls(**d)
+        return value
+
+
+def _target_regex(names=LM_PROJECTIONS) -> str:
+    # peft matches a string target with re.fullmatch against each module's full name.
+    return r".*language_model.*\.(" + "|".join(names) + r")"
+
+
+def resolve_model_path(name_or_path: str | os.PathLike) -> str:
+    """Shorthands ``tiny``/``default`` -> a built folder in the cache; a medrl run folder (no
+    ``config.json`` but ``final/config.json``) -> its ``final`` model; anything else unchanged."""
+    name = str(name_or_path)
+    p = Path(name)
+    if p.is_dir() and not (p / "config.json").is_file() and (p / "final" / "config.json").is_file():
+        return str(p / "final")  # a medrl run folder: its final model
+    if name not in SHORTHANDS or p.exists():
+        return name
+    from medrl.paths import cache_dir
+
+    target = cache_dir() / "models" / name
+    if (target / "config.json").is_file():
+        return str(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # Build in a temporary sibling folder, then rename: concurrent builders never see a half
+    # written model.
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
+    try:
+        if name == "tiny":
+            from medrl.models.tiny import build_tiny_vlm
+
+            build_tiny_vlm(tmp)
+        else:
+            from medrl.models.default_policy import build_default_policy
+
+            build_default_policy(tmp)
+        try:
+            tmp.rename(target)
+        except OSError:  # someone else finished first
+            if not (target / "config.json").is_file():
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return str(target)
+
+
+def prepare_processor(processor):
+    """Left padding and a pad token on the processor's tokenizer (in place; returns it).
+
+    ``padding_side`` is not always saved with a tokenizer, and batched generation needs left
+    padding; a tokenizer without a pad token pads with EOS.
+    """
+    tok = getattr(processor, "tokenizer", processor)
+    tok.padding_side = "left"
+    if tok.pad_token is None:
+        if tok.eos_token is None:
+            raise ValueError("tokenizer has neither a pad token nor an EOS token")
+        tok.pad_token = tok.eos_token
+    return processor
+
+
+def load_processor(name_or_path: str | os.PathLike, *, trust_remote_code: bool = False):
+    """``AutoProcessor`` with the fixes of :func:`prepare_processor`; falls back to the
+    image-only variant when the stock processor cannot be built (video processor/torchvision)."""
+    from transformers import AutoProcessor
+
+    from medrl.models import processors  # noqa: F401  (registers the image-only classes)
+
+    path = resolve_model_path(name_or_path)
+    try:
+        processor = AutoProcessor.from_pretrained(path, trust_remote_code=trust_remote_code)
+    except (ImportError, ValueError, TypeError, OSError) as err:
+        processor = _image_only_processor(path, err, trust_remote_code)
+    if not hasattr(processor, "image_processor"):
+        raise ValueError(
+            f"{path}: loaded {type(processor).__name__}, which has no image processor; "
+            "not a vision-language model"
+        )
+    return prepare_processor(processor)
+
+
+def _image_only_processor(path: str, err: Exception, trust_remote_code: bool):
+    """Build the image-only variant of the model's processor from its saved parts."""
+    import transformers
+    from transformers import AutoConfig, AutoImageProcessor, AutoTokenizer
+    from transformers.models.auto.processing_auto import PROCESSOR_MAPPING_NAMES
+
+    from medrl.models import processors
+
+    config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
+    parent_name = PROCESSOR_MAPPING_NAMES.get(config.model_type)
+    parent = getattr(transformers, parent_name, None) if isinstance(parent_name, str) else None
+    if parent is None or parent.__name__ not in processors.IMAGE_ONLY_PARENTS:
+        raise ValueError(f"{path}: could not load the processor ({err})") from err
+    tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+    image_processor = AutoImageProcessor.from_pretrained(path, trust_remote_code=trust_remote_code)
+    extra = {}
+    proc_cfg = Path(path) / "processor_config.json"
+    if proc_cfg.is_file():
+        saved = json.loads(proc_cfg.read_text())
+        for key in ("image_seq_len",):  # SmolVLM's extra init argument
+            if key in saved:
+                extra[key] = saved[key]
+    log.info("%s: stock processor failed (%s); using the image-only variant", path, err)
+    cls = processors.image_only(parent)
+    return cls(
+        image_processor=image_processor,
+        tokenizer=tokenizer,
+        chat_template=getattr(tokenizer, "chat_template", None),
+        **extra,
+    )
+
+
+def _resolve_dtype(dtype):
+    import torch
+
+    if dtype is None:
+        return torch.float32
+    if isinstance(dtype, torch.dtype) or dtype == "auto":
+        return dtype
+    if isinstance(dtype, str) and isinstance(getattr(torch, dtype, None), torch.dtype):
+        return getattr(torch, dtype)
+    raise ValueError(f"unknown dtype {dtype!r} (use float32, bfloat16, float16 or auto)")
+
+
+def apply_lora(model, lora, *, model_dir: str | None = None):
+    """Wrap ``model`` with peft LoRA adapters (``lora``: see :meth:`LoraSpec.coerce`)."""
+    from peft import LoraConfig, get_peft_model
+
+    spec = LoraSpec.coerce(lora)
+    if spec is None:
+        return model
+    if isinstance(spec, LoraConfig):
+        config = spec
+    else:
+        modules_to_save = spec.modules_to_save
+        if modules_to_save is None and model_dir is not None:
+            meta = Path(model_dir) / POLICY_META
+            if meta.is_file():
+                modules_to_save = json.loads(meta.read_text()).get("train_in_full") or None
+        config = LoraConfig(
+            r=spec.r,
+            lora_alpha=spec.alpha,
+            lora_dropout=spec.dropout,
+            target_modules=spec.target_modules or _target_regex(),
+            modules_to_save=modules_to_save,
+            task_type="CAUSAL_LM",
+        )
+    return get_peft_model(model, config)
+
+
+def load_policy(
+    name_or_path: str | os.PathLike,
+    *,
+    lora: Any = None,
+    dtype: Any = None,
+    trust_remote_code: bool = False,
+    device_map: Any = None,
+):
+    """Load a vision-language policy and its processor: ``(model, processor)``.
+
+    Args:
+        name_or_path: a Hugging Face model id (read from the local HF cache when offline), a
+            folder, or the shorthand ``"tiny"`` / ``"default"`` (built once into the cache).
+        lora: None (full model), True (LoRA r=8, alpha=32, dropout 0.05 on the language model's
+            projections), a dict of :class:`LoraSpec` fields, a LoraSpec or a peft LoraConfig.
+        dtype: torch dtype or its name; None -> float32 (what TRL uses by default).
+        trust_remote_code: passed to the Auto classes (models shipping their own code).
+        device_map: passed to ``from_pretrained`` (None keeps the model on CPU).
+
+    The model's generation config gets the tokenizer's pad token; the processor pads on the left.
+    """
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
+
+    path = resolve_model_path(name_or_path)
+    if not Path(path).exists() and ("/" not in path or path.startswith((".", "/"))):
+        raise FileNotFoundError(
+            f"model {path!r}: no such folder (and not a Hugging Face id like 'org/name'); "
+            "build one with `medrl build-model tiny --out DIR` or pass 'tiny' / 'default'"
+        )
+    processor = load_processor(path, trust_remote_code=trust_remote_code)
+    kwargs = dict(dtype=_resolve_dtype(dtype), trust_remote_code=trust_remote_code)
+    if device_map is not None:
+        kwargs["device_map"] = device_map
+    config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
+    try:
+        model = AutoModelForImageTextToText.from_pretrained(path, **kwargs)
+    except ValueError as err:
+        if "Unrecognized configuration class" not in str(err):
+            raise
+        # Remote-code VLMs (e.g. the original InternVL3 checkpoints) register as causal LMs.
+        log.info("%s: not an image-text-to-text model class (%s); trying AutoModelForCausalLM", path, config.model_type)
+        model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+    tok = getattr(processor, "tokenizer", processor)
+    gen = getattr(model, "generation_config", None)
+    if gen is not None and gen.pad_token_id is None:
+        gen.pad_token_id = tok.pad_token_id
+    if lora is not None and lora is not False:
+        model = apply_lora(model, lora, model_dir=path if Path(path).is_dir() else None)
+    return model, processor
+
+
+def save_policy(model, processor, out_dir: str | os.PathLike, *, merge_lora: bool = True) -> Path:
+    """Save a (possibly LoRA-wrapped) policy and its processor as a loadable model folder.
+
+    LoRA adapters are merged into the base weights (``merge_lora=True``) so the folder loads
+    with :func:`load_policy`, TRL (``model=<path>``, reference model reloads) and plain
+    ``from_pretrained``; with ``merge_lora=False`` a peft model saves its adapter only.
+    Image-only processors get their code shipped (``processing_medrl.py`` + ``auto_map``).
+    """
+    from medrl.models import processors
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if merge_lora and hasattr(model, "merge_and_unload") and hasattr(model, "peft_config"):
+        model = model.merge_and_unload()
+    model.save_pretrained(out)
+    processor.save_pretrained(out)
+    name = type(processor).__name__
+    if name in processors._CLASSES:
+        from medrl.models.tiny import ship_processor_code
+
+        ship_processor_code(out, name)
+    return out
+
