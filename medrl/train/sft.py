@@ -168,8 +168,8 @@ def train_sft(
 
 def _trainer_class(base):
     """``SFTTrainer`` whose resume restores full-model weights saved under legacy key names
-    (transformers 5.x; see :func:`medrl.train.trainer.reload_renamed_weights`)."""
-    from medrl.train.trainer import reload_renamed_weights
+    (transformers 5.x; see :func:`medrl.train.callbacks.reload_renamed_weights`)."""
+    from medrl.train.callbacks import reload_renamed_weights
 
     class MedSFTTrainer(base):
         def _load_from_checkpoint(self, resume_from_checkpoint, model=None):

@@ -1,0 +1,105 @@
+"""``medrl train``: run a recipe (GRPO family on TRL) into a run folder."""
+
+from __future__ import annotations
+
+HELP = "RL post-training with a recipe (grpo, gdpo, dapo, gspo, mrpo, armed, capo, medix_r1, stepgrpo, sft)"
+
+DESCRIPTION = """\
+Train a vision-language policy with one of the recipes in medrl/recipes (or your own YAML).
+
+The run folder (--out) gets:
+  config.yaml              the fully resolved recipe (profile and --set overrides applied)
+  checkpoint-N/            TRL/transformers checkpoints (+ reward_state.json for ARMed)
+  runs/                    TensorBoard logs  (tensorboard --logdir OUT)
+  metrics.jsonl            the same metrics as JSON lines
+  final/                   the trained model and processor
+  stages/NN_<name>/        one folder per stage for multi-stage recipes (armed, stepgrpo)
+
+Examples:
+  medrl train --recipe mrpo --model runs/warmup --data vqa_rad --judge reference --out runs/mrpo
+  medrl train --recipe mrpo --model tiny --data vqa_rad --profile cpu --out runs/try
+  medrl train --recipe mrpo ... --out runs/mrpo --resume            # continue from the last checkpoint
+  medrl train --recipe gdpo ... --set grpo.learning_rate=2e-6 --set algorithm.mrpo.tau=0.5
+  medrl train --recipe mrpo ... --set algorithm.mrpo.shaping=linear  # MRPO App. D.2 ablation
+
+Scale-out is TRL's and accelerate's: anything under grpo.* goes to trl.GRPOConfig unchanged.
+  accelerate launch --config_file zero3.yaml -m medrl.cli train --recipe mrpo ...
+  medrl train ... --set grpo.use_vllm=true --set grpo.vllm_mode=colocate
+See docs/training.md.
+"""
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--recipe", required=True, help="recipe name (see medrl/recipes) or path to a YAML file")
+    p.add_argument("--model", required=True,
+                   help="policy: a model folder, a Hugging Face id in the local cache, 'tiny' or 'default'")
+    p.add_argument("--data", default="vqa_rad",
+                   help="data source: vqa_rad, vqa_rad:train, slake, jsonl:PATH, hf:PATH (default: vqa_rad)")
+    p.add_argument("--data-dir", default=None, help="folder holding vqa_rad/ and slake/ (default: MEDRL_DATA_DIR)")
+    p.add_argument("--judge", default="reference",
+                   help="judge for judged rewards: 'reference' (offline) or 'openai:<model>' (default: reference)")
+    p.add_argument("--judge-base-url", default=None, help="OpenAI-compatible endpoint of the judge")
+    p.add_argument("--judge-cache", default=None, help="SQLite cache file for judge replies")
+    p.add_argument("--out", required=True, help="run folder")
+    p.add_argument("--profile", default=None, help="profile overlay, e.g. 'cpu' (small, runs in minutes on a CPU)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="override a recipe value (repeatable), e.g. grpo.beta=0.0; the value is YAML, so "
+                   "quote strings YAML reads as booleans: grpo.save_strategy='no'")
+    p.add_argument("--max-steps", type=int, default=None, help="shortcut for --set grpo.max_steps=N")
+    p.add_argument("--limit", type=int, default=None, help="use only the first N records")
+    p.add_argument("--resume", nargs="?", const=True, default=None, metavar="CHECKPOINT",
+                   help="resume from the last checkpoint in --out (or the given checkpoint folder)")
+    p.add_argument("--lora", action="store_true", help="train a LoRA adapter (r=8, alpha=32, dropout 0.05)")
+    p.add_argument("--dry-run", action="store_true", help="resolve and write config.yaml, then stop")
+
+
+def run(args) -> int:
+    import json
+    import logging
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    from medrl.train.recipes import RecipeError, load_recipe
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    overrides = list(args.overrides)
+    if args.max_steps is not None:
+        overrides.append(f"grpo.max_steps={args.max_steps}")
+        overrides.append(f"sft.max_steps={args.max_steps}")
+    try:
+        recipe = load_recipe(args.recipe, profile=args.profile, overrides=overrides)
+    except RecipeError as exc:
+        print(f"medrl train: {exc}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    resolved = {"recipe": recipe.to_dict(), "run": {
+        "model": args.model, "data": args.data, "data_dir": args.data_dir, "judge": args.judge,
+        "judge_base_url": args.judge_base_url, "limit": args.limit, "lora": args.lora}}
+    cfg_path = out / "config.yaml"
+    if args.resume and cfg_path.is_file():
+        before = yaml.safe_load(cfg_path.read_text())
+        if before != json.loads(json.dumps(resolved)):
+            logging.getLogger("medrl.train").warning(
+                "%s differs from this invocation; resuming with the new settings", cfg_path)
+    cfg_path.write_text(yaml.safe_dump(resolved, sort_keys=False))
+    print(f"resolved config -> {cfg_path}")
+    if args.dry_run:
+        return 0
+
+    from medrl.train.pipeline import load_training_records, run_recipe
+    from medrl.train.recipes import recipe_uses_judge
+
+    records = load_training_records(recipe, args.data, data_dir=args.data_dir, limit=args.limit)
+    judge = None
+    if recipe_uses_judge(recipe):
+        from medrl.judges import build_judge
+
+        judge = build_judge(args.judge, base_url=args.judge_base_url, cache_path=args.judge_cache)
+    final = run_recipe(recipe, args.model, records, out, judge=judge, resume=args.resume,
+                       lora=True if args.lora else None)
+    print(f"final model -> {final}")
+    return 0
+

@@ -1,0 +1,328 @@
+"""``MedGRPOTrainer``: TRL's ``GRPOTrainer`` plus what the medical papers add.
+
+TRL does the rollouts, rewards (``_calculate_rewards``), group advantages, loss variants (GRPO,
+DAPO, Dr. GRPO, GSPO, GDPO's normalize-then-sum), KL, vLLM and scale-out. This subclass adds:
+
+1. **MRPO token advantages** (000_20b05565d28598f4.txt Eq. 7, App. D.2-D.3). After TRL has
+   scored a batch, the process reward's step verdicts (``fn.last_step_verdicts``, from the one
+   judge call per rollout - no second call) and step character spans (``fn.last_steps``) are
+   mapped onto completion tokens and :func:`medrl.advantages.mrpo_token_advantages` turns the
+   (B,) advantages into a (B, T) tensor. TRL's ``_compute_loss`` accepts (B, T) advantages as
+   they are (it only unsqueezes a 1-D tensor); use ``importance_sampling_level="token"``.
+2. **Unscorable rollouts are excluded.** TRL turns a ``None`` reward into NaN and, when *every*
+   reward of a row is NaN, gives the row advantage 0; when only *some* are NaN it sums the
+   others (``nansum``), i.e. scores the missing reward as 0. With ``unscorable="exclude"`` (the
+   default) a row with any NaN becomes all-NaN - it leaves the group baseline and gets advantage
+   0 - and its completion mask is zeroed, so it adds neither policy loss nor KL.
+3. **CAPO corrupted-image rollouts** (002_37d042df30c2f660.txt Eq. 3). Before TRL generates,
+   every prompt's image is corrupted (``medrl.data.corruption.corrupt_image``) and rolled out
+   through TRL's own generation backend (HF generate or vLLM) without gradient. Pairing: the
+   i-th rollout o_i of a prompt is paired with the i-th corrupted rollout o~_i of the same
+   prompt (both groups have G members in the same order; every row of a group sees the same
+   corrupted image, seeded by record id, ``capo.seed`` and the step). The texts reach the
+   ``capo_perception`` reward as the ``corrupted_completions`` column; they are never part of
+   the training batch.
+4. **Stateful rewards** (ARMed's adaptive thresholds) are frozen during evaluation, saved into
+   every checkpoint (``reward_state.json``) and restored on resume - next to TRL's own
+   adaptive-entropy state, through the same two hooks.
+5. **Logging** per step, on top of TRL's ``rewards/<name>/mean|std``, ``kl``,
+   ``completions/mean_length``: ``answer_reward`` and ``process_reward`` (MRPO App. G curves),
+   ``ffp/early|mid|late|no_ffp`` (share of judged rollouts whose first failure falls in each
+   stage, MRPO Sec. 5.3), ``judge/calls|cache_hits|failures`` (per step), and MRPO's
+   ``mrpo/reshaped_frac``.
+
+Token alignment (MRPO). A step's span is in characters of the decoded completion text (the text
+TRL gave the reward functions). Token offsets come from re-tokenising that text with
+``return_offsets_mapping``: when this reproduces the generated ids (trailing special tokens
+such as EOS, which decoding drops, get an empty offset at the end of the text), the offsets are
+exact; otherwise (a non-canonical tokenisation was sampled, or special tokens sit mid-text) the
+offsets are rebuilt by decoding growing prefixes of the generated ids, exact up to how the
+tokenizer decodes partial multi-byte characters. Tokens outside every step (tags, the answer,
+EOS, padding) keep the sequence advantage A_i.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import Any, Sequence
+
+import torch
+from trl import GRPOTrainer
+
+from medrl.train import callbacks
+
+from medrl.train.recipes import ALGORITHM_DEFAULTS, CAPO_DEFAULTS, deep_merge
+
+log = logging.getLogger(__name__)
+
+CORRUPTED_COLUMN = "corrupted_completions"  # read by medrl.rewards.capo (capo_perception)
+
+
+# --------------------------------------------------------------------------------------------
+# Token offsets of a generated completion
+
+
+def completion_token_offsets(tokenizer, text: str, ids: Sequence[int]) -> list[tuple[int, int]]:
+    """Character offsets ``(start, end)`` into ``text`` of each generated token id.
+
+    ``text`` is ``tokenizer.decode(ids, skip_special_tokens=True)`` (what TRL hands to reward
+    functions); the result has exactly ``len(ids)`` entries. See the module docstring for the
+    exact path (re-tokenisation) and the fallback (prefix decoding).
+    """
+    ids = [int(t) for t in ids]
+    n = len(ids)
+    if getattr(tokenizer, "is_fast", False):
+        enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        re_ids, offs = list(enc["input_ids"]), enc["offset_mapping"]
+        m = len(re_ids)
+        special = set(getattr(tokenizer, "all_special_ids", []) or [])
+        if m <= n and re_ids == ids[:m] and all(t in special for t in ids[m:]):
+            end = len(text)
+            return [(int(a), int(b)) for a, b in offs] + [(end, end)] * (n - m)
+    return prefix_decode_offsets(tokenizer, ids)
+
+
+def prefix_decode_offsets(tokenizer, ids: Sequence[int]) -> list[tuple[int, int]]:
+    """Offsets by decoding ``ids[:t+1]`` for every t (O(T^2) decoding; the fallback path).
+
+    Token t covers the characters its prefix adds; ends are kept non-decreasing (a partial
+    multi-byte character may decode to a replacement char that the next token resolves).
+    """
+    out, prev = [], 0
+    for t in range(len(ids)):
+        cur = len(tokenizer.decode(list(ids[: t + 1]), skip_special_tokens=True))
+        cur = max(cur, prev)
+        out.append((prev, cur))
+        prev = cur
+    return out
+
+
+def _stable_seed(*parts: Any) -> int:
+    h = hashlib.sha256("|".join(str(p) for p in parts).encode()).digest()
+    return int.from_bytes(h[:4], "little")
+
+
+def resolve_algorithm(algorithm: dict | None) -> dict:
+    """The ``algorithm`` section with defaults filled in (same rules as recipe loading)."""
+    alg = deep_merge(ALGORITHM_DEFAULTS, algorithm or {})
+    if alg.get("capo"):
+        alg["capo"] = deep_merge(CAPO_DEFAULTS, alg["capo"] if isinstance(alg["capo"], dict) else {})
+    return alg
+
+
+# --------------------------------------------------------------------------------------------
+
+
+class MedGRPOTrainer(GRPOTrainer):
+    """GRPOTrainer with MRPO token advantages, CAPO corrupted rollouts, unscorable-row
+    exclusion, checkpointed reward state and the papers' training curves.
+
+    Extra keyword arguments (everything else goes to ``GRPOTrainer``):
+        algorithm: the recipe's ``algorithm`` section (see :mod:`medrl.train.recipes`).
+        judge: the judge behind the judged rewards; only used to log its call statistics.
+    """
+
+    def __init__(self, *args, algorithm: dict | None = None, judge: Any = None, **kwargs):
+        self.medrl_algorithm = resolve_algorithm(algorithm)
+        self.judge = judge
+        super().__init__(*args, **kwargs)
+        alg = self.medrl_algorithm
+        names = list(self.reward_func_names)
+        self._stateful = callbacks.stateful_rewards(self.reward_funcs)
+        self._answer_idx = self._process_fn = None
+        if alg["advantage"] == "mrpo":
+            mrpo = alg["mrpo"]
+            for key in ("answer_reward", "process_reward"):
+                if mrpo[key] not in names:
+                    raise ValueError(f"MRPO needs the reward {mrpo[key]!r} ({key}); the trainer has {names}")
+            if self.tools:
+                raise ValueError("MRPO token advantages are not supported together with tool calling")
+            self._answer_idx = names.index(mrpo["answer_reward"])
+            if self.importance_sampling_level != "token":
+                log.warning("MRPO token advantages are meant for importance_sampling_level='token' "
+                            "(got %r)", self.importance_sampling_level)
+        process_name = alg["mrpo"]["process_reward"]
+        if process_name in names:
+            self._process_fn = self.reward_funcs[names.index(process_name)]
+        logged = alg.get("log_rewards") or {}
+        self._log_idx = {k: names.index(v) for k, v in logged.items() if v in names}
+        self._judge_seen = self._judge_counts()
+        self._last_rewards = None
+        self._last_texts: list[str] = []
+        self._last_ids: list[list[int]] = []
+
+    # ---------------------------------------------------------------- rewards
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        from medrl.parsing import completion_text
+
+        rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        if self.medrl_algorithm["unscorable"] == "exclude":
+            rewards = rewards.clone()
+            rewards[torch.isnan(rewards).any(dim=1)] = torch.nan
+        self._last_rewards = rewards  # gathered over processes: (N_total, num_rewards)
+        self._last_texts = [completion_text(c) for c in completions]
+        self._last_ids = [list(ids) for ids in completion_ids_list]
+        return rewards
+
+    # ---------------------------------------------------------------- batch
+
+    def _generate_and_score_completions(self, inputs):
+        mode = "train" if self.model.training else "eval"
+        for fn in self._stateful.values():
+            if hasattr(fn, "frozen"):
+                fn.frozen = mode != "train"  # evaluation never moves ARMed's thresholds
+        if self.medrl_algorithm.get("capo"):
+            inputs = self._capo_corrupted_rollouts(inputs, mode)
+        out = super()._generate_and_score_completions(inputs)
+
+        n = len(inputs)
+        start = self.accelerator.process_index * n
+        local = self._last_rewards[start : start + n]
+        if self.medrl_algorithm["unscorable"] == "exclude":
+            keep = (~torch.isnan(local).all(dim=1)).to(out["completion_mask"].dtype).unsqueeze(1)
+            out["completion_mask"] = out["completion_mask"] * keep
+            loss_mask = out["completion_mask"] * out["tool_mask"] if "tool_mask" in out else out["completion_mask"]
+            out["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
+        step_valid = self._step_validity(n)
+        if self.medrl_algorithm["advantage"] == "mrpo":
+            out["advantages"] = self._mrpo_advantages(out, local, step_valid, mode)
+        self._log_medrl_metrics(mode, step_valid)
+        return out
+
+    def _step_validity(self, n: int) -> list[list[bool] | None] | None:
+        """Per local rollout, the judge's step validities from the process reward, or None."""
+        fn = self._process_fn
+        if fn is None:
+            return None
+        verdicts = getattr(fn, "last_step_verdicts", None)
+        if verdicts is None or len(verdicts) != n:
+            raise RuntimeError(
+                f"process reward {getattr(fn, '__name__', fn)!r} did not expose last_step_verdicts for "
+                f"this batch ({None if verdicts is None else len(verdicts)} entries, expected {n})"
+            )
+        return [None if v is None else [bool(getattr(x, "valid", x)) for x in v] for v in verdicts]
+
+    def _mrpo_advantages(self, out, local_rewards, step_valid, mode) -> torch.Tensor:
+        from medrl.advantages import mrpo_token_advantages
+        from medrl.parsing import step_token_spans
+
+        mrpo = self.medrl_algorithm["mrpo"]
+        steps = getattr(self._process_fn, "last_steps", None)
+        n, num_tokens = out["completion_ids"].shape
+        if steps is None or len(steps) != n:
+            raise RuntimeError(f"process reward {mrpo['process_reward']!r} did not expose last_steps for this batch")
+        flags: list[list[bool] | None] = []
+        spans: list[list[tuple[int, int]] | None] = []
+        for i in range(n):
+            v, st = step_valid[i], steps[i]
+            if v is None or st is None or len(v) != len(st) or not st:
+                flags.append(None)
+                spans.append(None)
+                continue
+            offsets = completion_token_offsets(self._tokenizer, self._last_texts[i], self._last_ids[i])
+            flags.append(v)
+            spans.append(step_token_spans(self._last_texts[i], st, offsets))
+        r_ans = local_rewards[:, self._answer_idx].to(out["advantages"].device)
+        adv = mrpo_token_advantages(
+            out["advantages"], r_ans, flags, spans, num_tokens,
+            tau=mrpo["tau"], shaping=mrpo["shaping"], strategy=mrpo["strategy"],
+        )
+        judged = [i for i in range(n) if flags[i] is not None]
+        if mrpo["strategy"] == "selective":
+            reshaped = sum(1 for i in judged if float(r_ans[i]) <= mrpo["tau"])
+        else:
+            reshaped = len(judged)
+        self._metrics[mode]["mrpo/reshaped_frac"].append(reshaped / max(n, 1))
+        return adv
+
+    # ---------------------------------------------------------------- CAPO
+
+    def _capo_corrupted_rollouts(self, inputs: list[dict], mode: str) -> list[dict]:
+        """Roll every prompt out once more on a corrupted image; add the texts as a column."""
+        from trl.data_utils import prepare_multimodal_messages
+
+        from medrl.data.corruption import corrupt_image
+
+        cfg = self.medrl_algorithm["capo"]
+        key = "images" if "images" in inputs[0] else "image"
+        rows, prompts = [], []
+        for x in inputs:
+            imgs = x.get(key)
+            imgs = list(imgs) if isinstance(imgs, (list, tuple)) else ([imgs] if imgs is not None else [])
+            if not imgs:
+                raise ValueError(f"CAPO needs an image in every record; record {x.get('record_id')!r} has none")
+            seed = _stable_seed(x.get("record_id") or x.get("question"), cfg["seed"], self.state.global_step)
+            corrupted = [corrupt_image(im, cfg["kind"], int(cfg["t"]), seed + j) for j, im in enumerate(imgs)]
+            prompts.append(prepare_multimodal_messages(x["prompt"], images=corrupted))
+            rows.append(dict(x))
+        g = self.num_generations if mode == "train" else self.num_generations_eval
+        prompt_ids, images, mm_fields = self._tokenize_prompts(prompts)
+        ids, _ = self._generate_single_turn(prompt_ids, images, mm_fields, g)
+        texts = self.processing_class.batch_decode(ids, skip_special_tokens=True)
+        for x, t in zip(rows, texts, strict=True):
+            x[CORRUPTED_COLUMN] = t
+        self._metrics[mode]["capo/corrupted_mean_length"].append(sum(len(i) for i in ids) / max(len(ids), 1))
+        return rows
+
+    # ---------------------------------------------------------------- logging
+
+    def _judge_counts(self) -> dict[str, int]:
+        stats = getattr(self.judge, "stats", None)
+        if stats is None:
+            return {}
+        d = stats.as_dict() if hasattr(stats, "as_dict") else dict(vars(stats))
+        return {k: int(d.get(k, 0)) for k in ("calls", "cache_hits", "failures")}
+
+    def _log_medrl_metrics(self, mode: str, step_valid) -> None:
+        from medrl.eval.analysis import first_failure_point, stage_of
+
+        rewards = self._last_rewards
+        for label, idx in self._log_idx.items():
+            col = rewards[:, idx]
+            if (~torch.isnan(col)).any():
+                self._metrics[mode][f"{label}_reward"].append(torch.nanmean(col).item())
+        if step_valid is not None:
+            counts = torch.zeros(5, device=self.accelerator.device)  # early, mid, late, no_ffp, judged
+            for v in step_valid:
+                if not v:
+                    continue  # unscored or no steps: not part of the FFP shares
+                stage = stage_of(first_failure_point(v))
+                counts[("early", "mid", "late", "no_ffp").index(stage)] += 1
+                counts[4] += 1
+            counts = self.accelerator.reduce(counts, reduction="sum")
+            if counts[4] > 0:
+                for j, stage in enumerate(("early", "mid", "late", "no_ffp")):
+                    self._metrics[mode][f"ffp/{stage}"].append((counts[j] / counts[4]).item())
+        if self.judge is not None and self._judge_seen:
+            now = self._judge_counts()
+            delta = torch.tensor([now[k] - self._judge_seen[k] for k in now], dtype=torch.float32,
+                                 device=self.accelerator.device)
+            self._judge_seen = now
+            delta = self.accelerator.reduce(delta, reduction="sum")
+            for k, v in zip(now, delta.tolist()):
+                self._metrics[mode][f"judge/{k}"].append(v)
+
+    # ---------------------------------------------------------------- checkpoints
+
+    def _save_checkpoint(self, model, trial):
+        import os
+
+        from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+        super()._save_checkpoint(model, trial)
+        if self._stateful and self.args.should_save:
+            folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+            callbacks.save_reward_state(folder, self._stateful.values())
+
+    def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
+        super()._load_from_checkpoint(resume_from_checkpoint, model)
+        callbacks.reload_renamed_weights(self, resume_from_checkpoint, model if model is not None else self.model)
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        super()._load_optimizer_and_scheduler(checkpoint)
+        if checkpoint is not None and self._stateful:
+            restored = callbacks.load_reward_state(checkpoint, self._stateful.values())
+            if restored:
+                log.info("restored reward state %s from %s", restored, checkpoint)
