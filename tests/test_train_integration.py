@@ -183,6 +183,15 @@ def test_resume_after_kill_restores_step_optimizer_and_armed_threshold(tiny, rec
     assert fn.state_dict()["bertscore"]["steps"] == 2  # and it kept adapting
     _check_trained(recipe, tr2, before)
     assert json.loads((out / "checkpoint-2" / REWARD_STATE_FILE).read_text())["armed"] == fn.state_dict()
+    # per-sample raw and adaptive semantic rewards of each step feed ARMed Fig. 3
+    from medrl.eval.diagnostics import load_reward_samples, raw_vs_adaptive
+
+    samples = load_reward_samples(out / "reward_samples.jsonl")
+    assert {"bertscore", "bertscore_adaptive", "cosine", "cosine_adaptive"} <= set(samples)
+    assert len(samples["bertscore"]) == 2  # steps 1 and 2 (one batch each)
+    assert samples["cosine_adaptive"][-1] == [float(v) for v in fn.semantic.last_adapted["cosine"]]
+    stats = raw_vs_adaptive({k: samples[k] for k in ("bertscore", "bertscore_adaptive")})
+    assert stats["bertscore"]["replayed"] is False and stats["bertscore"]["raw"]["n"] > 0
 
 
 # ------------------------------------------------------------------ MRPO vs GRPO, same batch

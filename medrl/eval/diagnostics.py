@@ -27,11 +27,11 @@ from typing import Iterable, Mapping, Sequence
 Series = list[tuple[float, float]]
 
 #: Panels of MRPO App. G and the log keys that feed them (first match wins; "train/" and
-#: "eval/" prefixes are ignored). medrl's trainer logs medrl/answer_reward and
-#: medrl/process_reward; TRL logs rewards/<fn>/mean, kl and completions/mean_length.
+#: "eval/" prefixes are ignored). medrl's trainer logs answer_reward and process_reward (the
+#: recipe's ``log_rewards``); TRL logs rewards/<fn>/mean, kl and completions/mean_length.
 CURVES: dict[str, tuple[str, ...]] = {
-    "Answer reward": (r"medrl/answer_reward", r"rewards/[^/]*answer[^/]*/mean"),
-    "Process reward": (r"medrl/process_reward", r"rewards/[^/]*process[^/]*/mean"),
+    "Answer reward": (r"answer_reward", r"medrl/answer_reward", r"rewards/[^/]*answer[^/]*/mean"),
+    "Process reward": (r"process_reward", r"medrl/process_reward", r"rewards/[^/]*process[^/]*/mean"),
     "KL divergence": (r"kl",),
     "Completion length": (r"completions/mean_length", r"completion_length"),
 }

@@ -189,7 +189,32 @@ class MedGRPOTrainer(GRPOTrainer):
         if self.medrl_algorithm["advantage"] == "mrpo":
             out["advantages"] = self._mrpo_advantages(out, local, step_valid, mode)
         self._log_medrl_metrics(mode, step_valid)
+        if mode == "train":
+            self._write_reward_samples()
         return out
+
+    def _write_reward_samples(self) -> None:
+        """Append this step's raw and adaptive semantic rewards of ARMed rewards to
+        ``<output_dir>/reward_samples.jsonl`` (``{"step", "bertscore": [...],
+        "bertscore_adaptive": [...], ...}``): the input of ARMed Fig. 3 in
+        ``medrl analyze training RUN --samples RUN/reward_samples.jsonl``."""
+        import json
+        import os
+
+        row: dict[str, Any] = {}
+        for fn in self._stateful.values():
+            sem = getattr(fn, "semantic", fn)
+            raw, adapted = getattr(sem, "last_raw", None), getattr(sem, "last_adapted", None)
+            if not raw or not adapted:
+                continue
+            for k in raw:
+                row[k] = [float(v) for v in raw[k] if v is not None]
+                row[f"{k}_adaptive"] = [float(v) for v in adapted.get(k, []) if v is not None]
+        if row and self.accelerator.is_main_process:
+            row = {"step": int(self.state.global_step), **row}
+            os.makedirs(self.args.output_dir, exist_ok=True)
+            with open(os.path.join(self.args.output_dir, "reward_samples.jsonl"), "a", encoding="utf-8") as f:
+                f.write(json.dumps(row) + "\n")
 
     def _step_validity(self, n: int) -> list[list[bool] | None] | None:
         """Per local rollout, the judge's step validities from the process reward, or None."""
