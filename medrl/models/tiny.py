@@ -15,6 +15,8 @@ import shutil
 from pathlib import Path
 from typing import Iterable
 
+from medrl.models.chat_template import chatml_template
+
 # Qwen-style special tokens (same strings as the Qwen2/2.5-VL vocabularies).
 PAD_TOKEN = "<|endoftext|>"
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
@@ -24,29 +26,8 @@ SPECIAL_TOKENS = [PAD_TOKEN, IM_START, IM_END, VISION_START, VISION_END, IMAGE_P
 # The rollout format's tags are whole tokens (not special: decoding keeps them).
 FORMAT_TOKENS = ["<think>", "</think>", "<answer>", "</answer>"]
 
-# Qwen's ChatML layout with vision placeholders; assistant turns are wrapped in
-# {% generation %} so ``return_assistant_tokens_mask`` (TRL assistant-only loss) works.
-CHAT_TEMPLATE = (
-    "{%- for message in messages -%}"
-    "{{- '<|im_start|>' + message['role'] + '\\n' -}}"
-    "{%- if message['role'] == 'assistant' -%}{%- generation -%}"
-    "{%- if message['content'] is string -%}{{- message['content'] -}}"
-    "{%- else -%}{%- for part in message['content'] -%}"
-    "{%- if part['type'] == 'text' -%}{{- part['text'] -}}{%- endif -%}"
-    "{%- endfor -%}{%- endif -%}"
-    "{{- '<|im_end|>' -}}{%- endgeneration -%}{{- '\\n' -}}"
-    "{%- else -%}"
-    "{%- if message['content'] is string -%}{{- message['content'] -}}"
-    "{%- else -%}{%- for part in message['content'] -%}"
-    "{%- if part['type'] == 'image' or 'image' in part or 'image_url' in part -%}"
-    "{{- '<|vision_start|><|image_pad|><|vision_end|>' -}}"
-    "{%- elif part['type'] == 'text' -%}{{- part['text'] -}}{%- endif -%}"
-    "{%- endfor -%}{%- endif -%}"
-    "{{- '<|im_end|>\\n' -}}"
-    "{%- endif -%}"
-    "{%- endfor -%}"
-    "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}"
-)
+# Qwen's ChatML layout with Qwen's vision placeholders (see medrl.models.chat_template).
+CHAT_TEMPLATE = chatml_template("<|vision_start|><|image_pad|><|vision_end|>")
 
 # A small built-in corpus (our own sentences) so the tokenizer has sensible merges for the
 # words that appear in medical VQA prompts and answers.
