@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 
 # name -> module under medrl.commands (kept in the order shown by --help)
 COMMANDS: dict[str, str] = {
@@ -66,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
                 continue  # command not available in this install
             sub.add_parser(name, help=help_line)
     args = parser.parse_args(argv)
+    # deprecation notices of the libraries underneath (gradient_checkpointing renames, ...) are
+    # for developers of medrl, not its users; they would drown the progress bars
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"(transformers|trl|accelerate|peft)(\.|$)")
     if not getattr(args, "_run", None):
         parser.print_help()
         return 0 if not argv else 2

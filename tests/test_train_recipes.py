@@ -207,3 +207,13 @@ def test_fast_tokenizer_offsets_match_step_spans():
     spans = step_token_spans(text, steps, offs)
     for st, (a, b) in zip(steps, spans):
         assert st.text in tok.decode(ids[a:b])  # a token straddling the step end (".</") belongs to it
+
+
+def test_override_scientific_notation_is_a_number():
+    # YAML 1.1 reads "1e-5" as a string; the override must still give a float (lr, beta, ...)
+    from medrl.train.recipes import parse_override
+
+    assert parse_override("grpo.learning_rate=1e-5") == (["grpo", "learning_rate"], 1e-5)
+    assert parse_override("grpo.beta=4E-2") == (["grpo", "beta"], 0.04)
+    assert parse_override("grpo.learning_rate=1.5e-6") == (["grpo", "learning_rate"], 1.5e-6)
+    assert parse_override("grpo.run_name=exp1e5") == (["grpo", "run_name"], "exp1e5")

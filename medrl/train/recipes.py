@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -137,7 +138,12 @@ def parse_override(text: str) -> tuple[list[str], Any]:
         value = yaml.safe_load(raw) if raw.strip() else None
     except yaml.YAMLError as exc:
         raise RecipeError(f"override {text!r}: value is not valid YAML ({exc})") from None
+    if isinstance(value, str) and _SCI_FLOAT.fullmatch(value.strip()):
+        value = float(value)  # YAML 1.1 reads "1e-5" (no dot) as a string; users mean a number
     return path, value
+
+
+_SCI_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
 
 
 def _set_path(d: dict, path: list[str], value: Any) -> None:
