@@ -67,13 +67,13 @@ class DemoConfig:
     sft_batch: int = 4
     sft_lr: float = 1e-4
     sft_save_steps: int = 8
-    rl_steps: int = 12
+    rl_steps: int = 10
     rl_prompts: int = 1
     num_generations: int = 4
     max_completion_length: int = 128
     rl_lr: float = 1e-5
     beta: float = 0.04
-    rl_save_steps: int = 4
+    rl_save_steps: int = 5
     eval_limit: int | None = 64
     eval_max_new_tokens: int = 128
     eval_batch_size: int = 8
@@ -83,8 +83,8 @@ class DemoConfig:
 
 
 #: ``--quick``: the same stages, smaller (fewer steps, records and tokens).
-QUICK = dict(mode="quick", sft_steps=10, sft_save_steps=6, rl_steps=2, rl_save_steps=1,
-             max_completion_length=96, eval_limit=12, eval_max_new_tokens=96)
+QUICK = dict(mode="quick", sft_steps=8, sft_save_steps=4, rl_steps=2, rl_save_steps=2,
+             max_completion_length=80, eval_limit=10, eval_max_new_tokens=80)
 
 
 def make_config(quick: bool = False, **overrides: Any) -> DemoConfig:

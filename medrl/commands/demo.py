@@ -24,8 +24,8 @@ What runs (progress is shown for every stage):
      curves, example outputs with step verdicts, the model size and the budget
 
 How long (2 idle CPU cores; more when the machine is busy):
-  medrl demo            under 20 minutes (24 SFT steps, 12 GRPO + 12 MRPO steps, 64 test records)
-  medrl demo --quick    under 5 minutes  (10 SFT steps, 2 + 2 RL steps, 12 test records)
+  medrl demo            under 20 minutes (24 SFT steps, 10 GRPO + 10 MRPO steps, 64 test records)
+  medrl demo --quick    under 5 minutes  (8 SFT steps, 2 + 2 RL steps, 10 test records)
   The first run also builds the default policy (about a minute). On a machine that other jobs
   keep busy the demo uses one torch thread (see --threads) and takes longer.
 
@@ -56,6 +56,9 @@ On a GPU with a real model and judge, run the stages yourself (see docs/demo.md)
 
 
 def add_arguments(p) -> None:
+    from medrl.demo import QUICK as Q, DemoConfig
+
+    D = DemoConfig()
     p.add_argument("--out", default=None,
                    help="output folder (default: demo_out/full, or demo_out/quick with --quick)")
     p.add_argument("--quick", action="store_true", help="smaller settings: under 5 minutes on 2 CPU cores")
@@ -69,15 +72,15 @@ def add_arguments(p) -> None:
     p.add_argument("--model", default="default",
                    help="base policy: 'default' (SmolLM2-135M LLaVA-style, built offline), 'tiny', or a model folder")
     p.add_argument("--seed", type=int, default=None, help="seed of SFT, GRPO and MRPO (default 0)")
-    p.add_argument("--steps", type=int, default=None, help="RL steps of GRPO and of MRPO (default 12; quick 2)")
-    p.add_argument("--sft-steps", type=int, default=None, help="warm-up SFT steps (default 24; quick 10)")
-    p.add_argument("--generations", type=int, default=None, help="rollouts per prompt (default 4)")
+    p.add_argument("--steps", type=int, default=None, help=f"RL steps of GRPO and of MRPO (default {D.rl_steps}; quick {Q['rl_steps']})")
+    p.add_argument("--sft-steps", type=int, default=None, help=f"warm-up SFT steps (default {D.sft_steps}; quick {Q['sft_steps']})")
+    p.add_argument("--generations", type=int, default=None, help=f"rollouts per prompt (default {D.num_generations})")
     p.add_argument("--max-completion-length", type=int, default=None,
-                   help="max tokens per rollout (default 128; quick 96)")
-    p.add_argument("--rl-lr", type=float, default=None, help="RL learning rate (default 1e-5)")
+                   help=f"max tokens per rollout (default {D.max_completion_length}; quick {Q['max_completion_length']})")
+    p.add_argument("--rl-lr", type=float, default=None, help=f"RL learning rate (default {D.rl_lr:g})")
     p.add_argument("--eval-limit", type=int, default=None,
-                   help="first N open-ended test records (default 64; quick 12; 0 = all 200)")
-    p.add_argument("--eval-max-new-tokens", type=int, default=None, help="max tokens per eval output")
+                   help=f"first N open-ended test records (default {D.eval_limit}; quick {Q['eval_limit']}; 0 = all 200)")
+    p.add_argument("--eval-max-new-tokens", type=int, default=None, help=f"max tokens per eval output (default {D.eval_max_new_tokens}; quick {Q['eval_max_new_tokens']})")
     p.add_argument("--train-limit", type=int, default=None, help="use only the first N training records")
     p.add_argument("--threads", type=int, default=None,
                    help="CPU threads for torch (default: torch's choice, or 1 when a short probe finds one "
