@@ -59,16 +59,23 @@ def _read_trainer_state(path: Path, out: dict) -> None:
                 _add(out, k, step, v)
 
 
-def _read_jsonl(path: Path, out: dict) -> None:
+def _json_lines(path: Path):
+    """``(line number, parsed object)`` for each non-blank line; a bad line names file and line."""
     for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            yield i, json.loads(line)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path}: line {i} is not valid JSON ({exc})") from None
+
+
+def _read_jsonl(path: Path, out: dict) -> None:
+    for _, row in _json_lines(path):
+        if not isinstance(row, dict):
+            continue
         step = row.get("step", row.get("global_step"))
-        if step is None or not isinstance(row, dict):
+        if step is None:
             continue
         for k, v in row.items():
             if k not in ("step", "global_step", "epoch"):
@@ -174,13 +181,9 @@ def load_reward_samples(path: str | Path, group_size: int = 8) -> dict[str, list
             raise ValueError(f"{path}: no bertscore/cosine scores in outputs.jsonl")
         return out
     by_step: dict[str, dict[float, list]] = {}
-    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: line {i} is not valid JSON ({exc})") from None
+    for i, row in _json_lines(path):
+        if not isinstance(row, dict):
+            raise ValueError(f"{path}: line {i} is not a JSON object")
         step = row.get("step", i)
         for k, v in row.items():
             if isinstance(v, list):
