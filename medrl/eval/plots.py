@@ -56,25 +56,35 @@ def accuracy_bars(names: Sequence[str], means: Sequence[float | None], lows: Seq
     return _save(fig, path)
 
 
-def incorrect_rate_by_bin(rows_by_run: Mapping[str, Sequence[dict]], path: str | Path) -> Path:
-    """MRPO Fig. 1A: incorrect rate (%) per FFP bin of width 0.1, one bar group per run."""
+def _bars_per_ffp_bin(rows_by_run: Mapping[str, Sequence[dict]], key: str, path: str | Path, *,
+                      ylabel: str, title: str, figsize: tuple[float, float], rotate: bool) -> Path:
+    """One bar group per FFP bin, one bar per run: ``100 * row[key]`` (NaN for missing)."""
     plt = _plt()
     runs = list(rows_by_run)
     labels = [r["bin"] for r in next(iter(rows_by_run.values()))]
-    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+    fig, ax = plt.subplots(figsize=figsize)
     w = 0.8 / max(1, len(runs))
     for j, run in enumerate(runs):
-        vals = [100 * _nan(r["rate"]) for r in rows_by_run[run]]
+        vals = [100 * _nan(r[key]) for r in rows_by_run[run]]
         ax.bar([i + j * w - 0.4 + w / 2 for i in range(len(labels))], vals, width=w, label=run)
     ax.set_xticks(range(len(labels)))
-    ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
+    if rotate:
+        ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
+    else:
+        ax.set_xticklabels(labels)
     ax.set_ylim(0, 105)
     ax.set_xlabel("First Failure Point (FFP) bin")
-    ax.set_ylabel("Incorrect rate (%)")
-    ax.set_title("Incorrect rate across FFP bins (MRPO Fig. 1A)", fontsize=10)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
     if len(runs) > 1:
         ax.legend(fontsize=8)
     return _save(fig, path)
+
+
+def incorrect_rate_by_bin(rows_by_run: Mapping[str, Sequence[dict]], path: str | Path) -> Path:
+    """MRPO Fig. 1A: incorrect rate (%) per FFP bin of width 0.1, one bar group per run."""
+    return _bars_per_ffp_bin(rows_by_run, "rate", path, ylabel="Incorrect rate (%)",
+                             title="Incorrect rate across FFP bins (MRPO Fig. 1A)", figsize=(7.5, 3.6), rotate=True)
 
 
 def far_correct_incorrect(rows: Sequence[dict], path: str | Path, title: str = "") -> Path:
@@ -99,22 +109,9 @@ def far_correct_incorrect(rows: Sequence[dict], path: str | Path, title: str = "
 
 def far_by_bin_runs(rows_by_run: Mapping[str, Sequence[dict]], path: str | Path) -> Path:
     """MRPO Fig. 4: mean FAR (%) per FFP bin of width 0.2, one bar group per run."""
-    plt = _plt()
-    runs = list(rows_by_run)
-    labels = [r["bin"] for r in next(iter(rows_by_run.values()))]
-    fig, ax = plt.subplots(figsize=(6.5, 3.6))
-    w = 0.8 / max(1, len(runs))
-    for j, run in enumerate(runs):
-        vals = [100 * _nan(r["far"]) for r in rows_by_run[run]]
-        ax.bar([i + j * w - 0.4 + w / 2 for i in range(len(labels))], vals, width=w, label=run)
-    ax.set_xticks(range(len(labels)))
-    ax.set_xticklabels(labels)
-    ax.set_ylim(0, 105)
-    ax.set_xlabel("First Failure Point (FFP) bin")
-    ax.set_ylabel("FAR (%)")
-    ax.set_title("Failure accumulation rate across FFP bins (MRPO Fig. 4)", fontsize=10)
-    ax.legend(fontsize=8)
-    return _save(fig, path)
+    return _bars_per_ffp_bin(rows_by_run, "far", path, ylabel="FAR (%)",
+                             title="Failure accumulation rate across FFP bins (MRPO Fig. 4)",
+                             figsize=(6.5, 3.6), rotate=False)
 
 
 def stage_shares_bars(shares_by_run: Mapping[str, Mapping[str, float | None]], path: str | Path) -> Path:
