@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.medrl-installed
 
-.PHONY: setup test test-slow demo demo-quick bench clean
+.PHONY: setup test test-slow test-gpu demo demo-quick bench clean
 
 setup: $(STAMP)
 
@@ -21,10 +21,17 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 test: setup
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q -rs
 
 test-slow: setup
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q -m slow
+
+# GPU suite (tests/test_gpu_*.py, marker `gpu`, never in `make test`): the family matrix in bf16,
+# vLLM colocate + server rollouts, DeepSpeed ZeRO-2/3 and FSDP via accelerate launch (1 and 2
+# processes), `medrl eval --backend vllm`. Every test skips with its reason when CUDA, a second
+# GPU, vLLM or DeepSpeed is missing (pip install '.[vllm]' deepspeed on the GPU machine).
+test-gpu: setup
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q -rs -m gpu tests/test_gpu_*.py
 
 demo: setup
 	HF_HUB_OFFLINE=1 $(VENV)/bin/medrl demo $(ARGS)

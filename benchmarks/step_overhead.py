@@ -11,7 +11,11 @@ runs one untimed block (lazy model loads, caches), and the first step of every t
 dropped. Prints the median seconds per step of each and the ratio
 MedGRPOTrainer / GRPOTrainer (target: under 1.10).
 
-    python benchmarks/step_overhead.py [--rounds 3] [--steps 4] [--model DIR]
+MedGRPOTrainer logs credit evidence (``credit.jsonl``: rollouts with their token advantages,
+:mod:`medrl.train.credit`) every ``--credit-every`` steps, by default every step - the worst
+case; recipes log every 10.
+
+    python benchmarks/step_overhead.py [--rounds 3] [--steps 4] [--model DIR] [--credit-every N]
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ def main(argv=None) -> int:
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--threads", type=int, default=1,
                     help="torch intra-op threads (default 1: on a shared small CPU more threads add noise)")
+    ap.add_argument("--credit-every", type=int, default=1,
+                    help="MedGRPOTrainer logs credit.jsonl every N steps (default 1: every step; 0 = off)")
     ap.add_argument("--json", default=None, help="also write the results to this JSON file")
     args = ap.parse_args(argv)
 
@@ -71,7 +77,8 @@ def main(argv=None) -> int:
     g = args.generations
     overrides = [f"grpo.num_generations={g}", f"grpo.per_device_train_batch_size={2 * g}",
                  f"grpo.max_completion_length={args.max_completion_length}", "grpo.save_strategy='no'",
-                 "grpo.logging_steps=1", f"grpo.max_steps={args.steps}", "grpo.report_to='none'"]
+                 "grpo.logging_steps=1", f"grpo.max_steps={args.steps}", "grpo.report_to='none'",
+                 f"algorithm.log_credit_every={args.credit_every}"]
     recipe = load_recipe("mrpo", profile="cpu", overrides=overrides)
 
     trainers = {}
@@ -81,6 +88,17 @@ def main(argv=None) -> int:
 
     hook_time = [0.0]
     med_tr = trainers["MedGRPOTrainer (mrpo)"]
+    credit_time = [0.0]
+    log_batch = med_tr._credit.log_batch
+
+    def timed_credit(*a, **kw):
+        t = time.perf_counter()
+        try:
+            return log_batch(*a, **kw)
+        finally:
+            credit_time[0] += time.perf_counter() - t
+
+    med_tr._credit.log_batch = timed_credit
     for name in ("_mrpo_advantages", "_log_medrl_metrics", "_step_validity"):
         fn = getattr(med_tr, name)
 
@@ -96,7 +114,7 @@ def main(argv=None) -> int:
         tr.train()
     times: dict[str, list[float]] = {k: [] for k in trainers}
     t0 = time.perf_counter()
-    hook_time[0] = 0.0
+    hook_time[0] = credit_time[0] = 0.0
     for r in range(args.rounds):
         order = list(trainers) if r % 2 == 0 else list(reversed(trainers))
         for label in order:
@@ -116,9 +134,14 @@ def main(argv=None) -> int:
         print(f"  {k:24s} median {med[k]:.3f} s/step  (n={len(v)}, min {min(v):.3f}, max {max(v):.3f})")
     n_med = args.rounds * args.steps
     print(f"  MRPO hooks (token mapping, shaping, logging): {1000 * hook_time[0] / n_med:.1f} ms/step")
+    credit_file = work / "MedGRPOTrainer" / "credit.jsonl"
+    size = credit_file.stat().st_size if credit_file.is_file() else 0
+    print(f"  credit logging (every {args.credit_every} step(s)): {1000 * credit_time[0] / n_med:.1f} ms/step, "
+          f"credit.jsonl {size / 1024:.0f} kB")
     print(f"ratio MedGRPOTrainer / GRPOTrainer = {ratio:.3f}   (target < 1.10; wall {elapsed:.0f} s)")
     if args.json:
-        Path(args.json).write_text(json.dumps({"median_s_per_step": med, "times": times, "ratio": ratio}, indent=2))
+        Path(args.json).write_text(json.dumps({"median_s_per_step": med, "times": times, "ratio": ratio,
+                                               "credit_every": args.credit_every}, indent=2))
     return 0
 
 

@@ -31,3 +31,18 @@ def data_dir() -> Path:
     if d is None:
         pytest.skip("real data folder (../shared/data) not present")
     return d
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """One line per browser screenshot test, so a CI log shows whether they ran (never skipped)."""
+    outcomes = []
+    for kind in ("passed", "failed", "skipped", "error"):
+        for rep in terminalreporter.stats.get(kind, []):
+            if getattr(rep, "when", "call") in ("call", "setup") and "screenshot" in getattr(rep, "keywords", {}):
+                if kind == "passed" and rep.when != "call":
+                    continue
+                outcomes.append((rep.nodeid, kind))
+    if outcomes:
+        terminalreporter.write_sep("-", "report screenshot tests (headless Chromium)")
+        for nodeid, kind in outcomes:
+            terminalreporter.write_line(f"{kind.upper():8s} {nodeid}")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from medrl.demo import (
+from medrl.commands.demo_pipeline import (
     EVAL_DATASET,
     MODELS,
     DemoConfig,
@@ -116,7 +116,7 @@ def test_quick_settings_are_smaller_and_overrides_apply():
 def test_grpo_and_mrpo_share_seed_data_order_and_budget():
     """The two RL stages get the same overrides; after them the recipes differ only in the
     advantage (the comparison the demo makes)."""
-    from medrl.demo import Demo
+    from medrl.commands.demo_pipeline import Demo
     from medrl.train.recipes import load_recipe
 
     cfg = make_config(quick=True, seed=5)
@@ -128,6 +128,10 @@ def test_grpo_and_mrpo_share_seed_data_order_and_budget():
     assert g.grpo["per_device_train_batch_size"] == cfg.num_generations * cfg.rl_prompts
     assert g.rewards == m.rewards and g.data == m.data
     assert (g.algorithm["advantage"], m.algorithm["advantage"]) == ("grpo", "mrpo")
+    assert g.encoders == m.encoders and g.encoders["substitute"] is True  # offline MiniLM in both
+    # every step's rollouts go to credit.jsonl (the report's token-level view)
+    assert g.algorithm["log_credit_every"] == m.algorithm["log_credit_every"] == 1
+    assert g.algorithm["log_credit_rollouts"] == cfg.num_generations * cfg.rl_prompts
 
 
 def test_count_parameters_reads_the_weight_files(tmp_path):
@@ -160,7 +164,7 @@ def _row(key, correct, flags, output="<think>a. b.</think><answer>x</answer>"):
 
 def _fake_demo(out: Path) -> DemoConfig:
     """Eval folders, training logs and state of a finished demo, without any model."""
-    from medrl.demo import StageRunner
+    from medrl.commands.demo_pipeline import StageRunner
     from medrl.eval.scoring import summarize_scores
 
     cfg = make_config(quick=True)
@@ -189,11 +193,20 @@ def _fake_demo(out: Path) -> DemoConfig:
                         "completions/mean_length": 60}) + "\n" for i, r in enumerate(rewards)))
     (out / "sft").mkdir()
     (out / "sft" / "metrics.jsonl").write_text('{"step": 1, "loss": 3.0}\n{"step": 2, "loss": 1.0}\n')
+    # credit logs, step 1: the same two rollouts in both runs (same warm-up model and seed), different credit
+    from test_credit_report import _row as credit_row
+
+    from medrl.jsonl import write_jsonl
+
+    for run in ("grpo", "mrpo"):
+        write_jsonl(out / run / "credit.jsonl", [
+            credit_row(run, 1, 0, "vqa_rad-1", "cardiomegaly", 0.7, [True, True], 1.0),
+            credit_row(run, 1, 1, "vqa_rad-1", "banana", -0.7, [False, True, False], 0.0)])
     return cfg
 
 
 def test_report_from_stage_outputs(tmp_path):
-    from medrl.demo import analyse, write_report
+    from medrl.commands.demo_pipeline import analyse, write_report
 
     out = tmp_path / "demo"
     cfg = _fake_demo(out)
@@ -205,8 +218,10 @@ def test_report_from_stage_outputs(tmp_path):
     assert "small-scale demonstration" in text
     assert "143,367,168 parameters" in text and "143.4M-parameter" in text
     # accuracy by hand: warm-up 2/4 = 50.0, GRPO 1/4 = 25.0, MRPO 3/4 = 75.0
-    acc = {line.split("|")[1].strip(): line.split("|")[3].strip() for line in text.splitlines()
-           if line.startswith("| ") and ("GRPO" in line or "MRPO" in line or "Warm-up" in line) and "[" in line}
+    acc = {}
+    for line in text.splitlines():  # the first table with these rows: accuracy and HSS
+        if line.startswith("| ") and ("GRPO" in line or "MRPO" in line or "Warm-up" in line) and "[" in line:
+            acc.setdefault(line.split("|")[1].strip(), line.split("|")[3].strip())
     assert acc["GRPO"].startswith("25.0") and acc["MRPO"].startswith("75.0") and acc["Warm-up (SFT)"].startswith("50.0")
     # FFP stages by hand: GRPO failures at k=1/4 (x3, early); MRPO at k=4/4 (x2, late)
     ffp = [line for line in text.splitlines() if line.startswith("| GRPO |") or line.startswith("| MRPO |")]
@@ -217,6 +232,29 @@ def test_report_from_stage_outputs(tmp_path):
     h = html.read_text()
     assert h.count("data:image/png;base64,") >= 5 and "<script" not in h
     assert "step 1: INVALID" in text or "step 1: VALID" in text  # examples carry step verdicts
+    # "What MRPO changed": the judge and its agreement, the credit view, the paired statistics
+    assert "## What MRPO changed" in text and "Judge: reference." in text
+    assert h.count('title="A=') > 20 and (out / "figures" / "credit_by_position.png").is_file()
+    assert "step 1 INVALID mean A -1.903" in text  # MRPO, wrong answer: -e * 0.7 on the first invalid step
+    assert "step 1 INVALID mean A -0.700" in text  # GRPO: A_i on every token
+    # McNemar by hand: GRPO -> MRPO discordant pairs 0 vs 2: exact p = 2 * 0.5^2 = 0.5; +50 points
+    assert "| GRPO -> MRPO | 4 | 25.0 | 75.0 | +50.0 [" in text
+    assert "MRPO vs GRPO: +50.0 accuracy points on 4 paired test records" in text
+    assert "McNemar exact p = 0.500" in text and "is NOT statistically significant at the 5% level" in text
+    # warm-up [1, 1, 0, 0] -> GRPO [1, 0, 0, 0]: one discordant pair, p = 1
+    assert "| Warm-up (SFT) -> GRPO | 4 | 50.0 | 25.0 | -25.0 [" in text and "| 1.000 | 1 | 0 | 0 |" in text
+
+
+def test_report_without_credit_logs_says_so(tmp_path):
+    """A demo folder from before credit logging still gets its report, with a note."""
+    from types import SimpleNamespace
+
+    from medrl.commands.demo_pipeline.mrpo_changed import credit_view
+    from medrl.eval.report import Report
+
+    rep = Report("t")
+    credit_view(rep, SimpleNamespace(out=tmp_path, fig_dir=tmp_path / "figures"))
+    assert "No credit.jsonl in grpo/ or mrpo/" in rep.to_markdown(tmp_path)
 
 
 def test_examples_prefer_records_where_grpo_and_mrpo_differ():
@@ -258,6 +296,42 @@ def test_cli_help_teaches_time_report_and_gpu(capsys):
         assert needle in text, needle
 
 
+def test_judge_images_with_a_text_only_judge_fails_before_any_stage(tmp_path, capsys):
+    from medrl.cli import main
+
+    (tmp_path / "data" / "vqa_rad").mkdir(parents=True)
+    code = main(["demo", "--quick", "--judge-images", "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "o")])
+    assert code == 2 and "images" in capsys.readouterr().err and not (tmp_path / "o").exists()
+    assert make_config(judge_images=True, judge_image_max_side=512).judge_images is True
+
+
+def test_folder_from_before_a_new_setting_still_resumes(tmp_path):
+    """state.json without judge_images (an older demo) resumes while the setting keeps its default."""
+    cfg = make_config(quick=True).to_dict()
+    old = {k: v for k, v in cfg.items() if k not in ("judge_images", "judge_image_max_side")}
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "state.json").write_text(json.dumps({"config": old, "stages": {}}))
+    from medrl.commands.demo_pipeline.settings import default_settings
+
+    StageRunner(tmp_path / "out", cfg, echo=lambda m: None, defaults=default_settings())
+    with pytest.raises(DemoStateMismatch, match="judge_images"):
+        StageRunner(tmp_path / "out", {**cfg, "judge_images": True}, echo=lambda m: None, defaults=default_settings())
+
+
+def test_python_dash_m_medrl_is_the_medrl_command(tmp_path):
+    """`python -m medrl ...` runs the same CLI (exit codes and messages included)."""
+    import subprocess
+    import sys
+
+    from medrl import __version__
+
+    run = subprocess.run([sys.executable, "-m", "medrl", "--version"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.strip() == f"medrl {__version__}"
+    run = subprocess.run([sys.executable, "-m", "medrl", "demo", "--data-dir", str(tmp_path / "none"),
+                          "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "medrl demo:" in run.stderr
+
+
 # --------------------------------------------------------------------------- end to end
 @pytest.mark.slow
 @pytest.mark.timeout(3600)  # < 5 min on 2 idle cores; much longer on a machine shared with other jobs
@@ -283,7 +357,7 @@ def test_quick_demo_end_to_end(tmp_path, data_dir, capsys):
 
 
 def test_finished_runs_drop_their_checkpoints(tmp_path):
-    from medrl.demo import _drop_checkpoints
+    from medrl.commands.demo_pipeline.pipeline import _drop_checkpoints
 
     for name in ("checkpoint-4", "checkpoint-8", "final"):
         (tmp_path / name).mkdir()

@@ -20,8 +20,11 @@ What runs (progress is shown for every stage):
   6-8. greedy evaluation of the warm-up, GRPO and MRPO models on the same test records:
      judged accuracy, HSS, step verification
   9. reasoning analysis: First Failure Point stages, FAR curves, paired GRPO-vs-MRPO table
- 10. the report: accuracy and HSS with 95% CIs, FFP stage shares, FAR curves, reward and KL
-     curves, example outputs with step verdicts, the model size and the budget
+ 10. the report: accuracy and HSS with 95% CIs; "What MRPO changed": real rollouts with every
+     token shaded by the advantage it got (GRPO and MRPO side by side), advantage by step
+     position, paired statistics (McNemar, bootstrap CI) saying whether the accuracy difference
+     is significant; FFP stage shares, FAR curves, reward and KL curves, example outputs with
+     step verdicts, the judge and its measured agreement, the model size and the budget
 
 How long (2 idle CPU cores; more when the machine is busy):
   medrl demo            under 20 minutes (24 SFT steps, 10 GRPO + 10 MRPO steps, 64 test records)
@@ -56,7 +59,7 @@ On a GPU with a real model and judge, run the stages yourself (see docs/demo.md)
 
 
 def add_arguments(p) -> None:
-    from medrl.demo import QUICK as Q, DemoConfig
+    from medrl.commands.demo_pipeline.settings import QUICK as Q, DemoConfig
 
     D = DemoConfig()
     p.add_argument("--out", default=None,
@@ -69,6 +72,11 @@ def add_arguments(p) -> None:
     p.add_argument("--judge-base-url", default=None,
                    help="OpenAI-compatible endpoint of the judge (vLLM, `medrl serve-judge`, ...)")
     p.add_argument("--judge-api-key-env", default="OPENAI_API_KEY", help="env var holding the judge's API key")
+    p.add_argument("--judge-images", action="store_true",
+                   help="send each record's image to the judge (answer and step requests; needs an openai: judge "
+                        "on a vision-language endpoint, checked at start)")
+    p.add_argument("--judge-image-size", type=int, default=None, metavar="PX",
+                   help="longest side of an image sent to the judge (default 768)")
     p.add_argument("--model", default="default",
                    help="base policy: 'default' (SmolLM2-135M LLaVA-style, built offline), 'tiny', or a model folder")
     p.add_argument("--seed", type=int, default=None, help="seed of SFT, GRPO and MRPO (default 0)")
@@ -97,7 +105,7 @@ def run(args) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
-    from medrl.demo import DemoStateMismatch, make_config, run_demo
+    from medrl.commands.demo_pipeline import DemoStateMismatch, make_config, run_demo
     from medrl.paths import DATA_HELP, data_root
 
     try:
@@ -111,9 +119,20 @@ def run(args) -> int:
         rl_steps=args.steps, sft_steps=args.sft_steps, num_generations=args.generations,
         max_completion_length=args.max_completion_length, rl_lr=args.rl_lr,
         eval_max_new_tokens=args.eval_max_new_tokens, train_limit=args.train_limit,
+        judge_images=getattr(args, "judge_images", None) or None,
+        judge_image_max_side=getattr(args, "judge_image_size", None),
     )
     if eval_limit is not None:
         config.eval_limit = eval_limit or None
+    if config.judge_images:  # fail now, not after the warm-up SFT, when the judge cannot take images
+        from medrl.judges import build_judge
+
+        try:
+            build_judge(config.judge, base_url=config.judge_base_url, api_key_env=args.judge_api_key_env,
+                        images=True, image_max_side=config.judge_image_max_side)
+        except ValueError as exc:
+            print(f"medrl demo: {exc}", file=sys.stderr)
+            return 2
     out = args.out or ("demo_out/quick" if args.quick else "demo_out/full")
     threads = args.threads or auto_threads()
     if threads:
