@@ -3,10 +3,10 @@ agreement and training diagnostics, each written as tables, PNG figures and a re
 
 from __future__ import annotations
 
-HELP = "analyze eval outputs (FFP/FAR), compare two runs, rater agreement (kappa), training logs"
+HELP = "analyze eval outputs (FFP/FAR), compare two runs, rater agreement (kappa), training logs, token credit"
 
 DESCRIPTION = """\
-Four analyses, each writing JSON tables, PNG figures and OUT/report.md + OUT/report.html:
+Five analyses, each writing JSON tables, PNG figures and OUT/report.md + OUT/report.html:
 
   medrl analyze EVAL_DIR [EVAL_DIR ...] [--out OUT] [--judge SPEC]
       First Failure Point / Failure Accumulation Rate of the saved outputs (MRPO Sec. 3, 5.3):
@@ -16,8 +16,10 @@ Four analyses, each writing JSON tables, PNG figures and OUT/report.md + OUT/rep
 
   medrl analyze --compare RUN_A RUN_B [--out OUT]
       Paired comparison on the same inputs (MRPO App. E.2): correct/wrong table (Table 11) and
-      FFP stage transition matrices for the inputs only one run gets right (Tables 12-13).
-      RUN_A gives the rows (the paper's GRPO), RUN_B the columns (MRPO).
+      FFP stage transition matrices for the inputs only one run gets right (Tables 12-13),
+      with McNemar's exact p-value and the paired bootstrap 95% interval of the accuracy
+      difference B - A (and of the HSS difference, with a Wilcoxon p-value), overall and per
+      dataset. RUN_A gives the rows (the paper's GRPO), RUN_B the columns (MRPO).
 
   medrl analyze agreement --a X --b Y [--field correct|step_valid|gold_alignment|answer_contribution]
       Agreement rate and Cohen's kappa between two raters (MRPO App. B.1). X, Y: eval folders
@@ -29,15 +31,27 @@ Four analyses, each writing JSON tables, PNG figures and OUT/report.md + OUT/rep
       from trainer_state.json, JSONL logs or TensorBoard events; with --samples, raw vs
       adaptive semantic reward mean/variance/histogram (ARMed Fig. 3).
 
-Default OUT: EVAL_DIR/analysis, or analysis_compare / analysis_agreement / LOGDIR/diagnostics.
+  medrl analyze credit RUN [RUN ...] [--names GRPO MRPO] [--max-prompts N]
+      Token-level credit from training runs' credit.jsonl (algorithm.log_credit_every): each
+      logged rollout's text with every token shaded by the advantage the loss gave it (one
+      colour scale for all runs), steps and verdicts marked, answer and reference beside it;
+      the same prompt in two runs side by side; mean token advantage by relative step position
+      p_k for wrong-answer rollouts (MRPO Eq. 7: invalid steps at -e^(1-p)|A_i|).
+
+Default OUT: EVAL_DIR/analysis, or analysis_compare / analysis_agreement / LOGDIR/diagnostics / RUN/credit.
 """
 
 
 def add_arguments(p) -> None:
-    p.add_argument("paths", nargs="*", help="EVAL_DIR..., or 'agreement', or 'training LOGDIR...'")
+    p.add_argument("paths", nargs="*", help="EVAL_DIR..., or 'agreement', 'training LOGDIR...', 'credit RUN...'")
     p.add_argument("--out", default=None, help="output folder")
     p.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"), help="paired comparison of two eval folders")
     p.add_argument("--names", nargs="+", default=None, help="display names of the runs, in order")
+    p.add_argument("--protocol", default=None,
+                   help="compare: correct/wrong from this eval protocol's main accuracy (standard, mrpo, medix, "
+                        "armed); default: the judge's binary grade, else the judged decision, else standard")
+    p.add_argument("--bootstrap", type=int, default=2000, help="compare: bootstrap resamples (paired CI)")
+    p.add_argument("--seed", type=int, default=0, help="compare: bootstrap seed")
     p.add_argument("--judge", default=None, help="verify unverified steps with this judge (reference | openai:<model>)")
     p.add_argument("--judge-base-url", default=None)
     p.add_argument("--a", dest="rater_a", default=None, help="agreement: first rater (eval folder or label file)")
@@ -48,6 +62,7 @@ def add_arguments(p) -> None:
     p.add_argument("--samples", default=None,
                    help="training: per-sample reward JSONL (or an eval folder) for ARMed Fig. 3")
     p.add_argument("--group-size", type=int, default=8, help="training: batch size when --samples is an eval folder")
+    p.add_argument("--max-prompts", type=int, default=6, help="credit: prompts shown with shaded rollouts")
     p.add_argument("--metric", action="append", default=[], metavar="PANEL=KEY",
                    help="training: use log KEY for PANEL, e.g. 'KL divergence=train/kl'")
 
@@ -67,10 +82,22 @@ def run(args) -> int:
     try:
         if args.compare:
             out = Path(args.out or "analysis_compare")
-            res = W.compare_run_dirs(args.compare[0], args.compare[1], out, names=args.names, judge=judge)
+            res = W.compare_run_dirs(args.compare[0], args.compare[1], out, names=args.names, judge=judge,
+                                     protocol=args.protocol, n_boot=args.bootstrap, seed=args.seed)
             t = res["paired_table"]
             print(f"paired inputs: {t['n']}  both correct {t['both_correct']}  A only {t['a_only']}  "
                   f"B only {t['b_only']}  both wrong {t['both_wrong']}")
+            for metric, groups in (("accuracy", res["paired_stats"]["accuracy"]),
+                                   ("HSS", res["paired_stats"].get("hss", {}))):
+                for g, r in groups.items():
+                    if r["diff"] is None:
+                        continue
+                    scale, unit = (100, " pp") if metric == "accuracy" else (1, "")
+                    p = r.get("mcnemar_p") if metric == "accuracy" else r.get("wilcoxon_p")
+                    test = "McNemar exact p" if metric == "accuracy" else "Wilcoxon p"
+                    print(f"{metric} [{g}] n={r['n']}: B - A = {scale * r['diff']:+.2f}{unit} "
+                          f"(95% paired bootstrap CI [{scale * r['ci_low']:+.2f}, {scale * r['ci_high']:+.2f}]), "
+                          f"{test} = {'-' if p is None else f'{p:.4g}'}")
         elif mode == "agreement":
             if not (args.rater_a and args.rater_b):
                 print("medrl analyze agreement: --a and --b are required", file=sys.stderr)
@@ -99,6 +126,17 @@ def run(args) -> int:
             for k, v in res.get("reward_distribution", {}).items():
                 print(f"{k}: raw mean {v['raw']['mean']:.3f} var {v['raw']['var']:.3f} | "
                       f"adaptive mean {v['adaptive']['mean']:.3f} var {v['adaptive']['var']:.3f}")
+        elif mode == "credit":
+            from medrl.eval.credit_report import credit_report
+
+            runs = args.paths[1:]
+            if not runs:
+                print("medrl analyze credit: give RUN folder(s) holding credit.jsonl", file=sys.stderr)
+                return 2
+            out = Path(args.out or (Path(runs[0]) / "credit"))
+            res = credit_report(runs, out, names=args.names, max_prompts=args.max_prompts)
+            for name, r in res["runs"].items():
+                print(f"{name}: {r['rows']} rollouts logged at steps {r['steps_logged']}, {r['wrong_rows']} wrong answers")
         elif args.paths:
             out = Path(args.out or (Path(args.paths[0]) / "analysis"))
             tables = W.analyze_runs(args.paths, out, judge=judge, names=args.names)

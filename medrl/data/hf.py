@@ -10,7 +10,7 @@ on access, so building the dataset does not read the pictures.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from medrl.data.prompts import build_prompt
 from medrl.data.record import DataError, VQARecord, is_open_ended_answer, normalize_answer_text, normalize_answer_type
@@ -58,24 +58,46 @@ def to_hf_dataset(records: Sequence[VQARecord], prompt_style: str = "think_answe
     return datasets.Dataset.from_dict(cols, features=features)
 
 
-def load_hf_records(path: str | Path, split: str | None = None) -> list[VQARecord]:
-    """Records from a dataset saved with ``save_to_disk`` (a Dataset or a DatasetDict).
-
-    Needs ``question`` and ``answer`` columns and an image feature (``image`` or ``images``) whose
-    rows are files on disk (decode=False gives their paths); images held only as bytes are written
-    under the medrl cache (``$MEDRL_CACHE/hf_images/``). Other columns of the VQARecord schema are used
-    when present; anything else goes to ``extras``.
-    """
+def _open_hf(path_or_id: str | Path, split: str | None) -> tuple[Path, list[tuple[str | None, Any]]]:
+    """``(root, [(split name, rows)])`` for a ``save_to_disk`` folder, a folder of parquet files
+    (a downloaded Hugging Face dataset repo: ``data/<split>-00000-of-00001.parquet``) or a hub id
+    (``owner/name``, through :func:`datasets.load_dataset`: network or the local HF cache).
+    Image columns come as ``{"bytes", "path"}`` dicts, never decoded."""
     import datasets
 
-    path = Path(path)
-    if not path.exists():
+    asked = split
+    if split is not None:
+        split = {"validate": "validation", "val": "validation", "valid": "validation"}.get(split, split)
+    path = Path(path_or_id)
+    if path.exists():
+        parquet = sorted(path.rglob("*.parquet")) if path.is_dir() else []
+        saved = path.is_dir() and any((path / f).is_file() for f in ("dataset_dict.json", "state.json", "dataset_info.json"))
+        if parquet and not saved:
+            import pyarrow.parquet as pq
+
+            groups: dict[str, list[Path]] = {}
+            for f in parquet:
+                groups.setdefault(_parquet_split(f), []).append(f)
+            names = [split] if split else list(groups)
+            if split and split not in groups:
+                raise DataError(f"{path}: split {split!r} not among the parquet files' splits {sorted(groups)}")
+            return path, [(n, [r for f in groups[n] for r in pq.read_table(f).to_pylist()]) for n in names]
+        try:
+            ds = datasets.load_from_disk(str(path))
+        except Exception as exc:  # datasets raises several types for a bad folder
+            raise DataError(f"{path}: cannot load with datasets.load_from_disk ({exc})") from None
+    elif "/" in str(path_or_id) and not str(path_or_id).startswith((".", "/")):
+        try:
+            ds = datasets.load_dataset(str(path_or_id))
+        except Exception as exc:  # noqa: BLE001 - offline, unknown id, ...
+            raise DataError(f"cannot load Hugging Face dataset {path_or_id!r} ({type(exc).__name__}: {exc}); "
+                            "download it first (huggingface-cli download --repo-type dataset ...) and pass the folder") from None
+        path = Path(str(path_or_id).replace("/", "__"))
+    else:
         raise DataError(f"no saved Hugging Face dataset at {path}")
-    try:
-        ds = datasets.load_from_disk(str(path))
-    except Exception as exc:  # datasets raises several types for a bad folder
-        raise DataError(f"{path}: cannot load with datasets.load_from_disk ({exc})") from None
     if isinstance(ds, datasets.DatasetDict):
+        if asked in ds:
+            split = asked
         names = [split] if split else list(ds)
         missing = [n for n in names if n not in ds]
         if missing:
@@ -83,30 +105,72 @@ def load_hf_records(path: str | Path, split: str | None = None) -> list[VQARecor
         parts = [(n, ds[n]) for n in names]
     else:
         parts = [(split, ds)]
+    out = []
+    for n, d in parts:
+        for col, feat in d.features.items():
+            if isinstance(feat, datasets.Image):
+                d = d.cast_column(col, datasets.Image(decode=False))
+            elif isinstance(feat, (datasets.Sequence, datasets.List)) and isinstance(getattr(feat, "feature", None), datasets.Image):
+                d = d.cast_column(col, datasets.List(datasets.Image(decode=False)))
+        out.append((n, d))
+    return path, out
+
+
+def _parquet_split(f: Path) -> str:
+    """``test-00000-of-00001-abc.parquet`` -> "test"; ``validation-...`` -> "validation"."""
+    name = f.name.lower()
+    for s in ("train", "validation", "valid", "val", "dev", "test"):
+        if name.startswith(s):
+            return {"valid": "validation", "val": "validation"}.get(s, s)
+    return f.parent.name if f.parent.name in ("train", "test", "validation", "dev") else "data"
+
+
+def load_hf_records(path: str | Path, split: str | None = None, *, source: str | None = None,
+                    defaults: dict | None = None) -> list[VQARecord]:
+    """Records from a Hugging Face dataset: a ``save_to_disk`` folder (a Dataset or a
+    DatasetDict), a downloaded folder of parquet files, or a hub id (see :func:`_open_hf`).
+
+    Needs ``question`` and ``answer`` columns and an image column (``image`` or ``images``);
+    images that are files on disk are used in place, images held as bytes are written under the
+    medrl cache (``$MEDRL_CACHE/hf_images/``). Other columns of the VQARecord schema are used
+    when present (``defaults`` fills the missing ones, e.g. ``{"modality": "Pathology"}``);
+    anything else goes to ``extras``. ``source`` names the records (default ``hf:<folder>``);
+    ids are the ``id``/``record_id`` column or ``<source>-<split>-<row>``.
+    """
+    path, parts = _open_hf(path, split)
+    defaults = defaults or {}
+    src = source or f"hf:{path.name}"
     out: list[VQARecord] = []
     for sname, d in parts:
-        img_col = "image" if "image" in d.column_names else "images" if "images" in d.column_names else None
+        cols = list(d.column_names) if hasattr(d, "column_names") else (list(d[0]) if d else [])
+        img_col = "image" if "image" in cols else "images" if "images" in cols else None
         for col in ("question", "answer"):
-            if col not in d.column_names:
-                raise DataError(f"{path}: column {col!r} missing (columns: {d.column_names})")
-        if img_col is None:
-            raise DataError(f"{path}: no 'image' or 'images' column (columns: {d.column_names})")
-        d = d.cast_column(img_col, datasets.List(datasets.Image(decode=False)) if img_col == "images" else datasets.Image(decode=False))
+            if cols and col not in cols:
+                raise DataError(f"{path}: column {col!r} missing (columns: {cols})")
+        if cols and img_col is None:
+            raise DataError(f"{path}: no 'image' or 'images' column (columns: {cols})")
         known = {"id", "record_id", "question", "answer", "answer_type", "modality", "modality_tag", "organ",
                  "question_type", "gold_reasoning", "key_steps", "split", img_col}
         for i, row in enumerate(d):
             imgs = row[img_col] if img_col == "images" else [row[img_col]]
-            paths = [_image_file(path, x, f"{sname or 'data'}-{i}-{k}") for k, x in enumerate(imgs) if x]
-            rid = row.get("id") or row.get("record_id") or f"hf-{sname or 'data'}-{i}"
+            paths = [_image_file(path, x, f"{sname or 'data'}-{i}-{k}") for k, x in enumerate(imgs or []) if x]
+            rid = row.get("id") or row.get("record_id") or f"{source or 'hf'}-{sname or 'data'}-{i}"
             answer = normalize_answer_text(row["answer"])
+            get = lambda k: row.get(k) if row.get(k) not in (None, "") else defaults.get(k)  # noqa: E731
+            modality = get("modality")
+            tag = get("modality_tag")
+            if tag is None and modality:
+                from medrl.modality import modality_to_tag
+
+                tag = modality_to_tag(modality)
             out.append(VQARecord(
                 id=str(rid), images=paths, question=str(row["question"] or "").strip(), answer=answer,
-                answer_type=normalize_answer_type(row.get("answer_type")),
+                answer_type=normalize_answer_type(get("answer_type")),
                 open_ended=is_open_ended_answer(answer),
-                modality=row.get("modality"), modality_tag=row.get("modality_tag"), organ=row.get("organ"),
-                question_type=row.get("question_type"), gold_reasoning=row.get("gold_reasoning"),
-                key_steps=row.get("key_steps"), split=row.get("split") or sname, source=f"hf:{path.name}",
-                extras={k: v for k, v in row.items() if k not in known and _jsonable(v)},
+                modality=modality, modality_tag=tag, organ=get("organ"),
+                question_type=get("question_type"), gold_reasoning=row.get("gold_reasoning"),
+                key_steps=row.get("key_steps"), split=row.get("split") or sname, source=src,
+                extras={"lang": "en", **{k: v for k, v in row.items() if k not in known and _jsonable(v)}},
             ))
     return out
 

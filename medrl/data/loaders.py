@@ -1,8 +1,10 @@
 """``load_records``: one entry point for every supported dataset layout.
 
-Sources: ``vqa_rad``, ``slake``, ``pathvqa``, ``pmc_vqa`` (looked up under ``data_dir``, default
+Sources: the names in :data:`LOADERS` (``vqa_rad``, ``slake``, ``pathvqa``, ``pmc_vqa``, the
+benchmarks of :mod:`medrl.data.benchmarks`; looked up under ``data_dir``, default
 :func:`medrl.paths.data_root`), ``jsonl:<path>`` (our own format) and ``hf:<path>`` (a Hugging
-Face dataset saved to disk). A source may carry a split after a colon: ``vqa_rad:test``.
+Face dataset: ``save_to_disk`` folder, downloaded parquet folder or hub id). A source may carry
+a split after a colon: ``vqa_rad:test``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,47 @@ from medrl.data.filters import deduplicate, filter_language, filter_open
 from medrl.data.record import DataError, VQARecord, read_jsonl
 from medrl.data.validate import validate_records
 
-DATASETS = ("vqa_rad", "slake", "pathvqa", "pmc_vqa")
+#: Named sources: name -> (module, loader function, fixed keyword arguments). Each loader takes
+#: ``(data_dir, split, **kw)`` and finds its files under ``data_dir`` (see docs/evaluation.md).
+LOADERS: dict[str, tuple[str, str, dict]] = {
+    "vqa_rad": ("medrl.data.vqa_rad", "load_vqa_rad", {}),
+    "slake": ("medrl.data.slake", "load_slake", {}),
+    "pathvqa": ("medrl.data.pathvqa", "load_pathvqa", {}),
+    "pmc_vqa": ("medrl.data.pmc_vqa", "load_pmc_vqa", {}),
+    "pmc_vqa_mc": ("medrl.data.pmc_vqa", "load_pmc_vqa", {"with_choices": True}),
+    "vqa_rad_hf": ("medrl.data.benchmarks", "load_vqa_rad_hf", {}),
+    "slake_hf": ("medrl.data.benchmarks", "load_slake_hf", {}),
+    "pathvqa_hf": ("medrl.data.benchmarks", "load_pathvqa_hf", {}),
+    "omnimedvqa": ("medrl.data.benchmarks", "load_omnimedvqa", {}),
+    "mmmu_med": ("medrl.data.benchmarks", "load_mmmu_med", {}),
+    "medxpertqa_mm": ("medrl.data.benchmarks", "load_medxpertqa_mm", {}),
+    "medqa": ("medrl.data.benchmarks", "load_medqa", {}),
+    "medmcqa": ("medrl.data.benchmarks", "load_medmcqa", {}),
+    "pubmedqa": ("medrl.data.benchmarks", "load_pubmedqa", {}),
+}
+DATASETS = tuple(LOADERS)
+#: Sources whose records carry no image (text-only multiple choice).
+TEXT_ONLY = ("medqa", "medmcqa", "pubmedqa")
+#: Where each source's files are looked for (``find_root`` of its module), for ``find_source``.
+_ROOT_FINDERS = {"vqa_rad": "medrl.data.vqa_rad", "slake": "medrl.data.slake", "pathvqa": "medrl.data.pathvqa",
+                 "pmc_vqa": "medrl.data.pmc_vqa", "pmc_vqa_mc": "medrl.data.pmc_vqa"}
+
+
+def find_source(name: str, data_dir: str | os.PathLike) -> Path | None:
+    """The folder a named source would load from under ``data_dir``, or None when it is absent
+    (only folder checks, nothing is loaded; ``medrl eval --suite`` uses this)."""
+    import importlib
+
+    if name not in LOADERS:
+        raise DataError(f"unknown data source {name!r}; use one of {list(LOADERS)}")
+    try:
+        if name in _ROOT_FINDERS:
+            return Path(importlib.import_module(_ROOT_FINDERS[name]).find_root(Path(data_dir)))
+        from medrl.data.benchmarks import find_root
+
+        return find_root(name, data_dir)
+    except DataError:
+        return None
 
 
 def parse_source(source: str) -> tuple[str, str | None, str | None]:
@@ -67,29 +109,29 @@ def load_records(
 
         records = load_hf_records(path, split)
         where = path
-    elif kind in DATASETS:
+    elif kind in LOADERS:
+        import importlib
+
         from medrl.paths import data_root
 
         root = data_root(data_dir)
-        if kind == "vqa_rad":
-            from medrl.data.vqa_rad import load_vqa_rad as fn
-        elif kind == "slake":
-            from medrl.data.slake import load_slake as fn
-
+        mod, name, fixed = LOADERS[kind]
+        fn = getattr(importlib.import_module(mod), name)
+        if kind in ("slake", "slake_hf"):
             kw.setdefault("lang", lang)
+        if kind == "slake":
             kw.setdefault("report", report)
-        elif kind == "pathvqa":
-            from medrl.data.pathvqa import load_pathvqa as fn
-        else:
-            from medrl.data.pmc_vqa import load_pmc_vqa as fn
-        records = fn(Path(root), split, **kw)
+        records = fn(Path(root), split, **{**fixed, **kw})
         where = f"{kind} in {root}"
     else:
-        raise DataError(f"unknown data source {source!r}; use one of {list(DATASETS)}, 'jsonl:<path>' or 'hf:<path>'")
+        raise DataError(f"unknown data source {source!r}; use one of {list(DATASETS)}, 'jsonl:<path>' or "
+                        "'hf:<folder or hub id>'")
     if lang is not None and any(r.extras.get("lang") for r in records):
         records = filter_language(records, lang)
     if validate:
-        records = validate_records(records, where=str(where), skip_invalid=skip_invalid, report=report)
+        records = validate_records(records, where=str(where), skip_invalid=skip_invalid, report=report,
+                                   check_duplicates=dedup != "id",
+                                   require_image=kind not in TEXT_ONLY)
     if rationales:
         from medrl.data.medthink import attach_rationales
 

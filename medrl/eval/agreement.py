@@ -7,7 +7,7 @@ which corrects for chance agreement:
     kappa = (p_o - p_e) / (1 - p_e),   p_e = sum_c P_A(c) * P_B(c)
 
 where p_o is the observed agreement and P_A(c), P_B(c) are the raters' marginal label shares.
-Our implementation is checked against ``sklearn.metrics.cohen_kappa_score`` in the tests.
+Kappa is computed by ``sklearn.metrics.cohen_kappa_score``; the tests keep hand-worked values.
 Kappa is undefined (returned as None) when p_e = 1, i.e. both raters give one and the same label
 to every item.
 
@@ -19,8 +19,6 @@ for step-level labels); items are paired by key, never by position.
 from __future__ import annotations
 
 import csv
-import json
-from collections import Counter
 from pathlib import Path
 from typing import Hashable, Mapping, Sequence
 
@@ -35,18 +33,18 @@ def agreement_rate(a: Sequence[Hashable], b: Sequence[Hashable]) -> float:
 
 
 def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
-    """Cohen's kappa (Cohen 1960; used in MRPO App. B.1): (p_o - p_e) / (1 - p_e).
+    """Cohen's kappa (Cohen 1960; used in MRPO App. B.1): (p_o - p_e) / (1 - p_e), computed by
+    :func:`sklearn.metrics.cohen_kappa_score`.
 
-    None when chance agreement p_e is 1 (both raters constant and equal), where kappa is 0/0.
+    None when chance agreement p_e is 1 (both raters constant and equal), where kappa is 0/0
+    (scikit-learn would return NaN with a warning).
     """
     _check(a, b)
-    n = len(a)
-    p_o = agreement_rate(a, b)
-    ca, cb = Counter(a), Counter(b)
-    p_e = sum((ca[c] / n) * (cb[c] / n) for c in set(ca) | set(cb))
-    if abs(1.0 - p_e) < 1e-12:
-        return None
-    return (p_o - p_e) / (1.0 - p_e)
+    if len(set(a) | set(b)) < 2:
+        return None  # one label for every item from both raters: p_e = 1
+    from sklearn.metrics import cohen_kappa_score
+
+    return float(cohen_kappa_score(list(a), list(b)))
 
 
 def agreement_summary(pairs: Mapping[Hashable, tuple], groups: Mapping[Hashable, str] | None = None) -> dict:
@@ -95,10 +93,12 @@ def labels_from_outputs(rows: Sequence[dict], field: str = "correct") -> tuple[d
     for row in rows:
         key = row["key"]
         if field == "correct":
-            v = (row.get("scores") or {}).get("judge_binary")
+            from medrl.eval.scoring import output_correct
+
+            v = output_correct(row)  # the judge's binary grade when present (see output_correct)
             if v is None:
                 continue
-            labels[key] = int(round(float(v)))
+            labels[key] = int(v)
             groups[key] = row.get("dataset", "")
             continue
         verdicts = row.get("step_verdicts")
@@ -126,14 +126,9 @@ def read_label_file(path: str | Path) -> dict:
         with path.open(newline="", encoding="utf-8") as fh:
             rows = list(csv.DictReader(fh))
     else:
-        rows = []
-        with path.open(encoding="utf-8") as fh:
-            for i, line in enumerate(fh, start=1):
-                if line.strip():
-                    try:
-                        rows.append(json.loads(line))
-                    except json.JSONDecodeError as exc:
-                        raise ValueError(f"{path}: line {i} is not valid JSON ({exc})") from None
+        from medrl.jsonl import iter_jsonl
+
+        rows = [row for _, row in iter_jsonl(path)]
     labels: dict = {}
     for i, row in enumerate(rows, start=1):
         if "id" not in row or "label" not in row:

@@ -66,6 +66,12 @@ class Report:
         self.blocks.append(("figure", (Path(path), caption)))
         return self
 
+    def html(self, fragment: str, markdown: str = "") -> "Report":
+        """A ready-made HTML fragment (inline styles only, no scripts; the caller escapes its
+        text) and what ``report.md`` shows in its place."""
+        self.blocks.append(("html", (fragment, markdown)))
+        return self
+
     # ------------------------------------------------------------------ writers
     def to_markdown(self, base: Path) -> str:
         out = [f"# {self.title}", ""]
@@ -76,6 +82,8 @@ class Report:
                 out += [val, ""]
             elif kind == "pre":
                 out += ["```", val, "```", ""]
+            elif kind == "html":
+                out += [val[1], ""] if val[1] else []
             elif kind == "table":
                 header, rows, caption = val
                 if caption:
@@ -104,6 +112,8 @@ class Report:
                 out.append(f'<p class="note">{e(val)}</p>')
             elif kind == "pre":
                 out.append(f"<pre>{e(val)}</pre>")
+            elif kind == "html":
+                out.append(val[0])
             elif kind == "table":
                 header, rows, caption = val
                 t = ["<table>"]

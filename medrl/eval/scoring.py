@@ -6,9 +6,12 @@ Protocol (MediX-R1 003_d5d6a0d73a50ab79.txt, Sec. 3 and App. A.2-A.3; MRPO
 - The judge sees only the final answer, never the reasoning: the ``<answer>`` block when there
   is one, otherwise the text after the last ``</think>``, otherwise the whole output
   (:func:`prediction_text`).
-- Judged accuracy is the judge's binary score (``grade(..., rubric="binary")``, 0/1; MediX-R1
-  App. A.2, MRPO App. H.1); long-form outputs can also get the 0-5 rubric score
-  (``rubric="report"``, MediX-R1 App. A.3).
+- Per-row scores: ``judge_binary`` = the judge's binary grade (``grade(..., rubric="binary")``,
+  0/1; MediX-R1 App. A.2); ``judge_report`` = the 0-5 rubric (MediX-R1 App. A.3);
+  ``judge_answer`` = the shared answer-correctness decision with the judge (MRPO App. H.1 O/X
+  when the judge uses that format); ``exact`` = closed questions decided without a judge. Which
+  rows get which score is set by the eval protocols (:mod:`medrl.eval.protocols`), which also
+  turn them into the reported numbers.
 - An output with no answer text (empty, or a single character after stripping '.') is scored
   0 without a judge call, the MediX-R1 R_llm guard (Sec. 2.3): it failed to answer, it is not
   unscorable.
@@ -28,13 +31,14 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
+from medrl.answer_guard import guard_answer
 from medrl.judges.base import gather_bounded, run_sync
 from medrl.parsing import completion_steps, parse_response
 
 RUBRICS = ("binary", "report")
 TEXT_METRICS = ("rouge1", "bleu1", "bertscore", "cosine", "hss")
 #: Every score key a scored row may carry, in report order.
-SCORE_KEYS = ("judge_binary", "judge_report") + TEXT_METRICS
+SCORE_KEYS = ("judge_binary", "judge_report", "judge_answer", "exact") + TEXT_METRICS
 
 _CLOSE_THINK = re.compile(r"<\s*/\s*think\s*>", re.IGNORECASE)
 
@@ -58,10 +62,23 @@ def is_empty_answer(prediction: str) -> bool:
     return len(prediction.replace(".", "").strip()) <= 1
 
 
+def judged_answer(row: dict) -> str:
+    """The answer text a judge sees for a scored row: ``row["prediction"]``, with an option label
+    ("B", "(B)", "Option B") of a multiple-choice row replaced by that option's text, so a letter
+    answer is neither zeroed by the one-character guard nor judged without its meaning."""
+    pred = row.get("prediction") or ""
+    if row.get("choices"):
+        from medrl.eval.protocols import option_text
+
+        pred = option_text(pred, row["choices"])
+    return pred
+
+
 def base_row(record: Any, dataset: str, domain: str, output: str) -> dict:
     """Everything a later scoring or analysis needs about one output, without the data files."""
     rid = str(record.id)
     evidence = record.evidence() if hasattr(record, "evidence") else None
+    extras = getattr(record, "extras", None) or {}
     return {
         "key": f"{dataset}:{rid}",
         "dataset": dataset,
@@ -73,6 +90,12 @@ def base_row(record: Any, dataset: str, domain: str, output: str) -> dict:
         "images": list(getattr(record, "images", []) or []),
         "gold_reasoning": getattr(record, "gold_reasoning", None),
         "evidence": evidence,
+        # what the eval protocols group and split by (medrl.eval.protocols)
+        "open_ended": getattr(record, "open_ended", None),
+        "modality": getattr(record, "modality", None),
+        "organ": getattr(record, "organ", None),
+        "choices": list(extras["choices"]) if extras.get("choices_in_prompt") and extras.get("choices") else None,
+        "task": extras.get("task"),
         "output": output,
     }
 
@@ -85,19 +108,31 @@ def score_rows(
     verify_steps: bool = True,
     text_metrics: bool = True,
     embedding_model: str | None = None,
+    bertscore_model: str | None = None,
     concurrency: int = 16,
+    protocols: Sequence[str] = (),
 ) -> list[dict]:
     """Score base rows (see :func:`base_row`); returns new dicts with ``answer``,
     ``prediction``, ``well_formed``, ``scores``, ``judge``, ``steps`` and ``step_verdicts``.
 
-    ``judge`` may be None when no judge task is wanted (``rubrics=()`` and no step
-    verification); judge tasks run concurrently (at most ``concurrency`` at once).
+    ``rubrics`` are graded on every row; ``protocols`` (:mod:`medrl.eval.protocols`) add what
+    each of them needs per row: ``scores["exact"]`` for closed questions (no judge),
+    ``scores["judge_answer"]`` (the shared answer-correctness decision), a rubric grade, the
+    text metrics. ``judge`` may be None when no judge task is wanted; judge tasks run
+    concurrently (at most ``concurrency`` at once).
     """
+    from medrl.eval.protocols import get_protocol, parse_protocols, row_tasks
+
     for r in rubrics:
         if r not in RUBRICS:
             raise ValueError(f"unknown rubric {r!r}; choose from {RUBRICS}")
-    if judge is None and (rubrics or verify_steps):
-        raise ValueError("a judge is needed for rubric scores and step verification")
+    protocols = parse_protocols(list(protocols)) if protocols else []
+    needs = [row_tasks(r, protocols) for r in rows]
+    if any(get_protocol(p).needs_text_metrics for p in protocols):
+        text_metrics = True  # ARMed's HSS
+    judged = any(t & {"judge_answer", "grade_binary", "grade_report"} for t in needs)
+    if judge is None and (rubrics or verify_steps or judged):
+        raise ValueError("a judge is needed for rubric scores, judged accuracy and step verification")
     out = []
     for row in rows:
         parsed = parse_response(row["output"] or "")
@@ -113,14 +148,20 @@ def score_rows(
             "steps": [{"text": s.text, "start": s.start, "end": s.end} for s in steps],
             "step_verdicts": None,
         })
+    for r, need in zip(out, needs):
+        if "exact" in need:
+            from medrl.eval.protocols import exact_correct
+
+            e = exact_correct(r)
+            r["scores"]["exact"] = None if e is None else float(e)
     if judge is not None:
-        run_sync(_judge_all(out, judge, list(rubrics), verify_steps, concurrency))
+        run_sync(_judge_all(out, judge, list(rubrics), verify_steps, concurrency, needs))
     if text_metrics:
         from medrl.rewards.hss import hss_batch
 
         preds = [r["prediction"] for r in out]
         refs = [r["reference"] for r in out]
-        metrics = hss_batch(preds, refs, model=embedding_model) if preds else []
+        metrics = hss_batch(preds, refs, model=embedding_model, bertscore_model=bertscore_model) if preds else []
         for r, m in zip(out, metrics):
             for k in TEXT_METRICS:
                 v = m.get(k)
@@ -128,24 +169,59 @@ def score_rows(
     return out
 
 
-async def _judge_all(rows: list[dict], judge: Any, rubrics: list[str], verify: bool, limit: int) -> None:
+async def _judge_all(rows: list[dict], judge: Any, rubrics: list[str], verify: bool, limit: int,
+                     needs: Sequence[set] | None = None) -> None:
     tasks = []
-    for r in rows:
-        for rubric in rubrics:
+    for i, r in enumerate(rows):
+        need = needs[i] if needs is not None else set()
+        wanted = list(rubrics) + [x for x in RUBRICS if f"grade_{x}" in need and x not in rubrics]
+        for rubric in wanted:
             tasks.append(_grade(r, judge, rubric))
+        if "judge_answer" in need:
+            tasks.append(_answer(r, judge))
         if verify:
             tasks.append(_verify(r, judge))
     await gather_bounded(tasks, limit)
 
 
+async def _answer(row: dict, judge: Any) -> None:
+    """``scores["judge_answer"]``: the shared answer-correctness decision with the judge
+    (:func:`medrl.rewards.correctness.decide_correct_async`, ``mode="judge"``: guard, exact
+    match, then ``judge.answer_correct``; the record's image goes with it when the judge takes
+    images). Unscored (None) when the judge gives no verdict."""
+    from medrl.rewards.correctness import decide_correct_async
+
+    key = "judge_answer"
+    pred = judged_answer(row)  # empty / placeholder answers: the shared guard says wrong, no judge call
+    try:
+        v = await decide_correct_async(pred, row["reference"], question=row["question"], mode="judge",
+                                       closed=False, judge=judge, image=_image_kw(row, judge).get("image"))
+    except Exception as exc:  # noqa: BLE001 - one bad row is unscored, never a failed batch
+        _row_failed(row, judge, exc)
+        v = None
+        row["judge"]["answer_error"] = f"{type(exc).__name__}: {exc}"
+    row["scores"][key] = None if v is None else float(bool(v))
+    if v is None and "answer_error" not in row["judge"]:
+        row["judge"]["answer_error"] = "unscored"
+
+
 async def _grade(row: dict, judge: Any, rubric: str) -> None:
     key = f"judge_{rubric}"
-    if is_empty_answer(row["prediction"]):
+    pred = judged_answer(row)
+    # the shared guard (medrl.answer_guard); option labels and one-character counts ("B", "2") go
+    # on to the judge (MediX-R1 003_ App. A.2), never an automatic 0
+    why = guard_answer(pred, row["reference"], question=row["question"], allow_one_char=True,
+                       long_form=rubric != "binary")
+    if why:
         row["scores"][key] = 0.0
         row["judge"][f"{rubric}_raw"] = ""
-        row["judge"][f"{rubric}_note"] = "empty answer: scored 0 without a judge call"
+        row["judge"][f"{rubric}_note"] = f"guard ({why}): scored 0 without a judge call"
         return
-    v = await judge.grade(row["question"], row["reference"], row["prediction"], rubric=rubric)
+    try:
+        v = await judge.grade(row["question"], row["reference"], pred, rubric=rubric,
+                              **_image_kw(row, judge))
+    except Exception as exc:  # noqa: BLE001 - one bad row is unscored, never a failed batch
+        v = _row_failed(row, judge, exc)
     row["judge"][f"{rubric}_raw"] = v.raw
     if v.scored:
         row["scores"][key] = float(v.value)
@@ -159,10 +235,13 @@ async def _verify(row: dict, judge: Any) -> None:
     if not steps:
         row["step_verdicts"] = []  # no reasoning steps: nothing to verify (counted as "no steps")
         return
-    v = await judge.verify_steps(
-        row["question"], row["reference"], steps,
-        gold_reasoning=row.get("gold_reasoning"), evidence=row.get("evidence"),
-    )
+    try:
+        v = await judge.verify_steps(
+            row["question"], row["reference"], steps,
+            gold_reasoning=row.get("gold_reasoning"), evidence=row.get("evidence"), **_image_kw(row, judge),
+        )
+    except Exception as exc:  # noqa: BLE001 - one bad row is unscored, never a failed batch
+        v = _row_failed(row, judge, exc)
     row["judge"]["steps_raw"] = v.raw
     if v.scored and isinstance(v.value, list) and len(v.value) == len(steps):
         row["step_verdicts"] = [
@@ -175,6 +254,26 @@ async def _verify(row: dict, judge: Any) -> None:
         row["judge"]["steps_error"] = v.error or f"expected {len(steps)} step verdicts"
 
 
+def _image_kw(row: dict, judge: Any) -> dict:
+    """``image=`` for a judge that sends images (the record's image files), else nothing."""
+    return {"image": row.get("images") or None} if getattr(judge, "images", False) else {}
+
+
+def _row_failed(row: dict, judge: Any, exc: Exception):
+    """A judge call that raised for one row: unscored, naming the record. Authentication errors
+    (and other run-level failures) still stop the run."""
+    from medrl.judges.base import JudgeAuthError
+    from medrl.types import Verdict
+
+    if isinstance(exc, JudgeAuthError):
+        raise exc
+    import logging
+
+    msg = f"record {row.get('key')}: {type(exc).__name__}: {exc}"
+    logging.getLogger(__name__).warning("unscored: %s", msg)
+    return Verdict.unscored(msg)
+
+
 def step_valid_flags(row: dict) -> list[bool] | None:
     """Per-step validity of a scored row (MRPO Eq. 3: valid if either criterion is 1), or None
     when the steps were not verified (or the verdict was unscored)."""
@@ -184,7 +283,8 @@ def step_valid_flags(row: dict) -> list[bool] | None:
     return [bool(v["gold_alignment"] or v["answer_contribution"]) for v in sv]
 
 
-def summarize_scores(rows: Sequence[dict], *, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0) -> dict:
+def summarize_scores(rows: Sequence[dict], *, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+                     protocols: Sequence[str] = ()) -> dict:
     """Per-dataset means with bootstrap CIs, and macro averages (in-domain, out-of-domain, all).
 
     MediX-R1 Sec. 3 "Scoring": dataset-level means and macro averages across benchmarks; MRPO
@@ -193,7 +293,8 @@ def summarize_scores(rows: Sequence[dict], *, n_boot: int = 1000, alpha: float =
 
         {"datasets": {name: {"n", "domain", "well_formed", "metrics": {key: {mean, low, high, n,
                       unscored}}, "steps": {...}}},
-         "macro": {"in": {key: {...}}, "out": {...}, "all": {...}}}
+         "macro": {"in": {key: {...}}, "out": {...}, "all": {...}},
+         "protocols": {name: medrl.eval.protocols.summarize_protocol(...)}}   # when protocols given
     """
     from medrl.eval.stats import macro_mean_ci, mean_ci
 
@@ -241,4 +342,60 @@ def summarize_scores(rows: Sequence[dict], *, n_boot: int = 1000, alpha: float =
                 m = macro_mean_ci(groups, n_boot=n_boot, alpha=alpha, seed=seed)
                 m["datasets"] = sorted(groups)
                 macro[scope][key] = m
-    return {"datasets": datasets, "macro": macro}
+    out = {"datasets": datasets, "macro": macro}
+    if protocols:
+        from medrl.eval.protocols import summarize_protocols
+
+        out["protocols"] = summarize_protocols(rows, protocols, n_boot=n_boot, alpha=alpha, seed=seed)
+    return out
+
+
+def missing_scores(row: dict, protocols: Sequence[str]) -> bool:
+    """Whether a scored row lacks a score one of ``protocols`` needs for it (a judge verdict
+    left unscored, or a score the protocol asks for that was never computed)."""
+    from medrl.eval.protocols import row_tasks
+
+    scores = row.get("scores") or {}
+    for task in row_tasks(row, protocols):
+        if task == "exact" and "exact" not in scores:
+            return True
+        if task == "judge_answer" and scores.get("judge_answer") is None:
+            return True
+        if task.startswith("grade_") and scores.get("judge_" + task[len("grade_"):]) is None:
+            return True
+        if task == "text" and "hss" not in scores:
+            return True
+    return False
+
+
+def output_correct(row: dict, protocol: str | None = None) -> bool | None:
+    """One correct/wrong verdict per scored output (None = unscored or not scored).
+
+    With ``protocol``: its main accuracy (:func:`medrl.eval.protocols.row_correct`). Without:
+    the judge's binary grade when the row has one, else the shared judged decision
+    (``judge_answer``), else the ``standard`` protocol's verdict (exact match for closed
+    questions). FFP/FAR tables and paired comparisons use this, so both see the same verdicts.
+    """
+    from medrl.eval.protocols import row_correct
+
+    if protocol:
+        return row_correct(row, protocol)
+    scores = row.get("scores") or {}
+    for key in ("judge_binary", "judge_answer"):
+        if key in scores:
+            v = scores[key]
+            return None if v is None else bool(round(float(v)))
+    return row_correct(row, "standard")
+
+
+def load_run(run_dir) -> list[dict]:
+    """The scored rows of an eval folder (``outputs.jsonl``), with a clear error otherwise.
+    (Here, below the runner, so analyses read eval folders without importing the runner.)"""
+    from pathlib import Path
+
+    from medrl.jsonl import read_jsonl
+
+    path = Path(run_dir) / "outputs.jsonl"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: is {run_dir} a finished `medrl eval` folder?")
+    return read_jsonl(path)

@@ -1,18 +1,48 @@
-"""Bootstrap confidence intervals for eval metrics (numpy only).
+"""Confidence intervals and paired tests for eval metrics (SciPy and statsmodels).
 
-Percentile bootstrap (Efron and Tibshirani 1993): resample the per-output scores with
-replacement ``n_boot`` times and take the ``alpha/2`` and ``1 - alpha/2`` quantiles of the
-resampled means. For a macro average over datasets the resampling is stratified: each dataset
-is resampled on its own and the dataset means are averaged, so every replicate keeps the
-datasets' sizes (the papers report plain per-benchmark means and their average, e.g. MRPO
-Table 2 "AVG"; the intervals are this project's addition).
+- :func:`mean_ci`: percentile bootstrap (Efron and Tibshirani 1993) of a mean, computed with
+  :func:`scipy.stats.bootstrap` (``method="percentile"``): resample the per-output scores with
+  replacement ``n_boot`` times and take the ``alpha/2`` and ``1 - alpha/2`` quantiles.
+- :func:`macro_mean_ci`: the same for a macro average over datasets; the resampling is
+  stratified (SciPy resamples every sample on its own when ``paired=False``), so every replicate
+  keeps the datasets' sizes. The papers report plain per-benchmark means and their average
+  (e.g. MRPO 000_20b05565d28598f4.txt Table 2 "AVG"); the intervals are this project's addition.
+- :func:`paired_comparison`: two runs scored correct/wrong on the *same* inputs. McNemar's exact
+  test (McNemar 1947; :func:`statsmodels.stats.contingency_tables.mcnemar` with ``exact=True``:
+  a two-sided binomial test on the discordant pairs) and a paired percentile bootstrap interval
+  of the accuracy difference (inputs resampled jointly, ``paired=True``).
+- :func:`paired_mean_diff`: the same for a continuous score such as HSS (ARMed
+  001_46ab1c0cc2c66f17.txt Eq. 15): paired bootstrap interval of the mean difference and the
+  Wilcoxon signed-rank p-value (:func:`scipy.stats.wilcoxon`).
+
+Two runs' independent intervals can overlap while the paired difference is clearly non-zero
+(and the reverse); only the paired statistics say whether "B beats A" on one test set.
 """
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+import math
+import warnings
+from typing import Any, Mapping, Sequence
 
 import numpy as np
+
+
+def _percentile_ci(data: tuple, statistic, n_boot: int, alpha: float, seed: int, paired: bool) -> tuple[float, float]:
+    from scipy.stats import bootstrap
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # degenerate data (all equal) gives a zero-width interval: fine
+        size = max(len(np.asarray(d)) for d in data) * len(data)
+        res = bootstrap(data, statistic, n_resamples=int(n_boot), method="percentile", paired=paired,
+                        vectorized=True, confidence_level=1 - alpha, rng=np.random.default_rng(seed),
+                        batch=max(1, int(4_000_000 // max(1, size))))  # bounded memory on large test sets
+    lo, hi = res.confidence_interval
+    return float(lo), float(hi)
+
+
+def _mean_stat(x, axis=-1):
+    return np.mean(x, axis=axis)
 
 
 def mean_ci(values: Sequence[float], n_boot: int = 1000, alpha: float = 0.05, seed: int = 0) -> dict:
@@ -24,11 +54,8 @@ def mean_ci(values: Sequence[float], n_boot: int = 1000, alpha: float = 0.05, se
     m = float(x.mean())
     if x.size < 2 or n_boot <= 0:
         return {"mean": m, "low": m, "high": m, "n": int(x.size)}
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, x.size, size=(n_boot, x.size))
-    boots = x[idx].mean(axis=1)
-    lo, hi = np.quantile(boots, [alpha / 2, 1 - alpha / 2])
-    return {"mean": m, "low": float(lo), "high": float(hi), "n": int(x.size)}
+    lo, hi = _percentile_ci((x,), _mean_stat, n_boot, alpha, seed, paired=False)
+    return {"mean": m, "low": lo, "high": hi, "n": int(x.size)}
 
 
 def macro_mean_ci(
@@ -46,11 +73,105 @@ def macro_mean_ci(
     n = int(sum(a.size for a in arrays))
     if n_boot <= 0 or all(a.size < 2 for a in arrays):
         return {"mean": m, "low": m, "high": m, "n_groups": len(arrays), "n": n}
-    rng = np.random.default_rng(seed)
-    boots = np.zeros(n_boot)
-    for a in arrays:
-        idx = rng.integers(0, a.size, size=(n_boot, a.size))
-        boots += a[idx].mean(axis=1)
-    boots /= len(arrays)
-    lo, hi = np.quantile(boots, [alpha / 2, 1 - alpha / 2])
-    return {"mean": m, "low": float(lo), "high": float(hi), "n_groups": len(arrays), "n": n}
+
+    # a one-element group cannot be resampled by SciPy; it is constant in every replicate anyway
+    fixed = sum(float(a[0]) for a in arrays if a.size < 2)
+    varying = tuple(a for a in arrays if a.size >= 2)
+    k = len(arrays)
+
+    def macro(*samples, axis=-1):
+        return (np.sum([np.mean(s, axis=axis) for s in samples], axis=0) + fixed) / k
+
+    lo, hi = _percentile_ci(varying, macro, n_boot, alpha, seed, paired=False)
+    return {"mean": m, "low": lo, "high": hi, "n_groups": len(arrays), "n": n}
+
+
+# --------------------------------------------------------------------------- paired statistics
+def _pairs(a: Sequence[Any], b: Sequence[Any], what: str) -> tuple[np.ndarray, np.ndarray, int]:
+    if len(a) != len(b):
+        raise ValueError(f"{what}: the two runs have {len(a)} and {len(b)} scores; pair them by input first")
+    keep = [(x, y) for x, y in zip(a, b) if not _missing(x) and not _missing(y)]
+    xa = np.asarray([float(x) for x, _ in keep], dtype=float)
+    xb = np.asarray([float(y) for _, y in keep], dtype=float)
+    return xa, xb, len(a) - len(keep)
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def _diff_stat(a, b, axis=-1):
+    return np.mean(b, axis=axis) - np.mean(a, axis=axis)
+
+
+def paired_comparison(a: Sequence[Any], b: Sequence[Any], *, n_boot: int = 2000, alpha: float = 0.05,
+                      seed: int = 0) -> dict:
+    """Paired comparison of two runs' correct/wrong verdicts on the same inputs (same order).
+
+    ``a``, ``b``: bools or 0/1 per input; a pair with ``None`` in either run (unscored) is left
+    out and counted in ``dropped``. Returns::
+
+        {"n", "dropped", "a_acc", "b_acc", "diff" (= b_acc - a_acc), "ci_low", "ci_high",
+         "mcnemar_p", "both", "a_only", "b_only", "neither", "alpha"}
+
+    ``mcnemar_p``: McNemar's exact test on the 2x2 table [[both, a_only], [b_only, neither]]
+    (statsmodels, ``exact=True``: binomial test of ``b_only`` among the ``a_only + b_only``
+    discordant pairs, p = 1 when there are none). ``ci_low``/``ci_high``: paired percentile
+    bootstrap interval of ``diff`` (inputs resampled jointly; :func:`scipy.stats.bootstrap`).
+    With no pairs every statistic is None.
+    """
+    xa, xb, dropped = _pairs(a, b, "paired_comparison")
+    bad = [v for v in np.concatenate([xa, xb]) if v not in (0.0, 1.0)]
+    if bad:
+        raise ValueError(f"paired_comparison: verdicts must be correct/wrong (0/1 or bool), got {bad[0]!r}")
+    n = int(xa.size)
+    out: dict[str, Any] = {"n": n, "dropped": dropped, "alpha": alpha}
+    if n == 0:
+        return {**out, "a_acc": None, "b_acc": None, "diff": None, "ci_low": None, "ci_high": None,
+                "mcnemar_p": None, "both": 0, "a_only": 0, "b_only": 0, "neither": 0}
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    both = int(np.sum((xa == 1) & (xb == 1)))
+    a_only = int(np.sum((xa == 1) & (xb == 0)))
+    b_only = int(np.sum((xa == 0) & (xb == 1)))
+    neither = n - both - a_only - b_only
+    p = float(mcnemar([[both, a_only], [b_only, neither]], exact=True).pvalue)
+    diff = float(xb.mean() - xa.mean())
+    if n < 2 or n_boot <= 0:
+        lo = hi = diff
+    else:
+        lo, hi = _percentile_ci((xa, xb), _diff_stat, n_boot, alpha, seed, paired=True)
+    return {**out, "a_acc": float(xa.mean()), "b_acc": float(xb.mean()), "diff": diff, "ci_low": lo,
+            "ci_high": hi, "mcnemar_p": min(1.0, p), "both": both, "a_only": a_only, "b_only": b_only,
+            "neither": neither}
+
+
+def paired_mean_diff(a: Sequence[Any], b: Sequence[Any], *, n_boot: int = 2000, alpha: float = 0.05,
+                     seed: int = 0) -> dict:
+    """Paired difference of a continuous per-input score (e.g. HSS) between two runs.
+
+    Returns ``{"n", "dropped", "a_mean", "b_mean", "diff" (= b - a), "ci_low", "ci_high",
+    "wilcoxon_p", "alpha"}``: a paired percentile bootstrap interval of the mean difference
+    and the two-sided Wilcoxon signed-rank p-value (None when every difference is 0 or n < 2).
+    """
+    xa, xb, dropped = _pairs(a, b, "paired_mean_diff")
+    n = int(xa.size)
+    out: dict[str, Any] = {"n": n, "dropped": dropped, "alpha": alpha}
+    if n == 0:
+        return {**out, "a_mean": None, "b_mean": None, "diff": None, "ci_low": None, "ci_high": None,
+                "wilcoxon_p": None}
+    diff = float(xb.mean() - xa.mean())
+    if n < 2 or n_boot <= 0:
+        lo = hi = diff
+    else:
+        lo, hi = _percentile_ci((xa, xb), _diff_stat, n_boot, alpha, seed, paired=True)
+    p = None
+    if n >= 2 and np.any(xb - xa != 0):
+        from scipy.stats import wilcoxon
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            p = float(wilcoxon(xb, xa).pvalue)
+        p = None if math.isnan(p) else p
+    return {**out, "a_mean": float(xa.mean()), "b_mean": float(xb.mean()), "diff": diff, "ci_low": lo,
+            "ci_high": hi, "wilcoxon_p": p}

@@ -15,11 +15,14 @@ from typing import Any, Sequence
 from medrl.eval import analysis as A
 from medrl.eval import plots
 from medrl.eval.report import Report, fmt
-from medrl.eval.scoring import SCORE_KEYS, step_valid_flags
+from medrl.eval.scoring import SCORE_KEYS, output_correct, step_valid_flags
+from medrl.jsonl import read_jsonl, write_jsonl
 
 _METRIC_NAMES = {
     "judge_binary": "Judged accuracy (%)",
     "judge_report": "Rubric score (0-5)",
+    "judge_answer": "Judged correct (%)",
+    "exact": "Exact match, closed (%)",
     "rouge1": "ROUGE-1",
     "bleu1": "BLEU-1",
     "bertscore": "BERTScore F1",
@@ -30,6 +33,9 @@ _METRIC_NAMES = {
 
 def _write_json(path: Path, obj: Any) -> None:
     path.write_text(json.dumps(obj, indent=2, ensure_ascii=False), encoding="utf-8")
+
+
+_PCT_KEYS = ("judge_binary", "judge_answer", "exact")
 
 
 def _ci_cell(m: dict | None, pct: bool) -> str:
@@ -46,26 +52,42 @@ def eval_report(out_dir: Path, rows: Sequence[dict], metrics: dict) -> tuple[Pat
     out_dir = Path(out_dir)
     cfg = metrics.get("config", {})
     rep = Report(f"medrl eval: {cfg.get('model') or out_dir.name}")
-    rep.paragraph(f"Judge: {cfg.get('judge')}; rubrics: {', '.join(cfg.get('rubrics', []))}; "
+    judge = cfg.get("judge")
+    if isinstance(judge, dict):  # the judge identity (medrl.judges.base.judge_identity)
+        judge = judge.get("spec") + (f" at {judge['endpoint']}" if judge.get("endpoint") else "") + \
+            (" (with images)" if judge.get("images") else "")
+    rep.paragraph(f"Judge: {judge}; rubrics: {', '.join(cfg.get('rubrics', []))}; "
                   f"generation: {json.dumps(cfg.get('generation', {}))}. "
                   "The judge saw only the final answer, never the reasoning (MediX-R1 Sec. 3). "
                   "Cells show mean [95% bootstrap CI].")
     if cfg.get("rescored_from"):
         rep.paragraph(f"Re-scored from {cfg['rescored_from']} without regenerating (MRPO App. B.2).")
+    if cfg.get("judge"):  # which judge scored this, and how far it was measured to agree with humans
+        from medrl.eval.judge_bench import describe_agreement
+
+        spec = cfg["judge"].get("spec") if isinstance(cfg["judge"], dict) else cfg["judge"]
+        rep.paragraph(describe_agreement(spec))
     keys = [k for k in SCORE_KEYS if any(k in d["metrics"] for d in metrics["datasets"].values())]
-    rep.heading("Per dataset")
+    if metrics.get("protocols"):
+        judge_cfg = cfg.get("judge")
+        _protocol_sections(rep, metrics["protocols"], out_dir / "figures",
+                           judge_images=bool(isinstance(judge_cfg, dict) and judge_cfg.get("images")))
+        rep.heading("All per-output scores")
+    else:
+        rep.heading("Per dataset")
     header = ["Dataset", "Domain", "N", "Well-formed (%)"] + [_METRIC_NAMES[k] for k in keys] + ["Unscored by judge"]
     body = []
     for name, d in metrics["datasets"].items():
-        unscored = sum(d["metrics"][k]["unscored"] for k in ("judge_binary", "judge_report") if k in d["metrics"])
+        unscored = sum(d["metrics"][k]["unscored"] for k in ("judge_binary", "judge_report", "judge_answer")
+                       if k in d["metrics"])
         body.append([name, d["domain"], d["n"], fmt(d["well_formed"], pct=True)]
-                    + [_ci_cell(d["metrics"].get(k), k == "judge_binary") for k in keys] + [unscored])
+                    + [_ci_cell(d["metrics"].get(k), k in _PCT_KEYS) for k in keys] + [unscored])
     rep.table(header, body, "Unscored judge verdicts are excluded from the metric they affect and counted here.")
     if metrics.get("macro"):
         rep.heading("Macro averages")
         scope_name = {"in": "In-domain", "out": "Out-of-domain", "all": "All datasets"}
         mbody = [[scope_name[s], ", ".join(sorted({n for k in m for n in m[k].get("datasets", [])}))]
-                 + [_ci_cell(m.get(k), k == "judge_binary") for k in keys] for s, m in metrics["macro"].items()]
+                 + [_ci_cell(m.get(k), k in _PCT_KEYS) for k in keys] for s, m in metrics["macro"].items()]
         rep.table(["Scope", "Datasets"] + [_METRIC_NAMES[k] for k in keys], mbody,
                   "Mean of the dataset means; CI from a stratified bootstrap.")
     fig_dir = out_dir / "figures"
@@ -96,15 +118,60 @@ def eval_report(out_dir: Path, rows: Sequence[dict], metrics: dict) -> tuple[Pat
     return rep.write(out_dir)
 
 
+_GROUP_NAMES = {"modality": "modality", "organ": "organ / location"}
+_SCOPE_NAMES = {"in": "In-domain", "out": "Out-of-domain", "all": "All datasets"}
+
+
+def _protocol_sections(rep: Report, protocols: dict, fig_dir: Path, judge_images: bool = False) -> None:
+    """One section per eval protocol (:mod:`medrl.eval.protocols`): per dataset (table and a bar
+    chart of its percentage metrics), macro, groups."""
+    for name, p in protocols.items():
+        ms = p["metrics"]
+        bars = [(f"{ds} {m['key']}", d["metrics"][m["key"]])
+                for ds, d in p["datasets"].items() for m in ms if m["pct"] and m["key"] in d["metrics"]]
+        rep.heading(f"Protocol `{name}`: {p['description']}")
+        rep.paragraph(f"Paper: {p['paper']}. Judge prompt: {p['prompt']}. Cells: mean [95% bootstrap CI].")
+        if name == "mrpo" and not judge_images:
+            rep.paragraph("MRPO's judge saw the image (App. H.1-H.2); this judge read text only "
+                          "(use an openai: judge with --judge-images to match).", note=True)
+        body = []
+        for ds, d in p["datasets"].items():
+            unscored = sum(c.get("unscored", 0) for c in d["metrics"].values())
+            body.append([ds, d["domain"], d["n"], d["counted"]]
+                        + [_ci_cell(d["metrics"].get(m["key"]), m["pct"]) for m in ms] + [unscored])
+        rep.table(["Dataset", "Domain", "N", "Scored"] + [m["label"] for m in ms] + ["Unscored"], body,
+                  "Scored: outputs this protocol counts (mrpo and armed's HSS: open-ended questions only). "
+                  "Unscored judge verdicts are left out of the mean and counted.")
+        if bars and any(c.get("mean") is not None for _, c in bars):
+            fig = plots.accuracy_bars([b for b, _ in bars], [c.get("mean") for _, c in bars],
+                                      [c.get("low") for _, c in bars], [c.get("high") for _, c in bars],
+                                      fig_dir / f"protocol_{_safe(name)}.png", ylabel="%",
+                                      title=f"{name}: per dataset (95% bootstrap CI)")
+            rep.figure(fig, f"Protocol {name}: {', '.join(m['label'] for m in ms if m['pct'])} per dataset.")
+        if len(p["datasets"]) > 1 and p.get("macro"):
+            rep.table(["Scope", "Datasets"] + [m["label"] for m in ms],
+                      [[_SCOPE_NAMES[sc], ", ".join(sorted({n for c in mm.values() for n in c.get("datasets", [])}))]
+                       + [_ci_cell(mm.get(m["key"]), m["pct"]) for m in ms] for sc, mm in p["macro"].items()],
+                      f"{name}: mean of the dataset means; CI from a stratified bootstrap.")
+        for ds, d in p["datasets"].items():
+            for g, per in d.get("groups", {}).items():
+                if len(per) < 2:
+                    continue
+                rows = [[value, max((c.get("n", 0) + c.get("unscored", 0) for c in cell.values()), default=0)]
+                        + [_ci_cell(cell.get(m["key"]), m["pct"]) for m in ms] for value, cell in per.items()]
+                rep.table([_GROUP_NAMES.get(g, g).capitalize(), "N"] + [m["label"] for m in ms], rows,
+                          f"{name} on {ds}, per {_GROUP_NAMES.get(g, g)}")
+
+
 # --------------------------------------------------------------------------- FFP / FAR
-def per_output(rows: Sequence[dict]) -> list[dict]:
-    """FFP, FAR and stage of every output (MRPO Sec. 3), with its correctness (judged binary
-    score, None when unscored) and a status: "analysed", "no_steps" or "unverified"."""
+def per_output(rows: Sequence[dict], protocol: str | None = None) -> list[dict]:
+    """FFP, FAR and stage of every output (MRPO Sec. 3), with its correctness
+    (:func:`medrl.eval.scoring.output_correct`, None when unscored) and a status: "analysed",
+    "no_steps" or "unverified"."""
     out = []
     for r in rows:
         flags = step_valid_flags(r)
-        c = r.get("scores", {}).get("judge_binary")
-        item = {"key": r["key"], "dataset": r.get("dataset"), "correct": None if c is None else bool(round(c)),
+        item = {"key": r["key"], "dataset": r.get("dataset"), "correct": output_correct(r, protocol),
                 "n_steps": len(r.get("steps") or []), "ffp": None, "far": None, "stage": None}
         if flags is None:
             item["status"] = "unverified"
@@ -153,30 +220,30 @@ def _run_name(run_dir: Path) -> str:
 
 def _ensure_verified(rows: list[dict], judge: Any, cache: Path) -> list[dict]:
     """Verify the steps of rows that lack verdicts with ``judge`` (resumable cache file)."""
-    from medrl.eval.runner import _append_rows, read_rows
     from medrl.eval.scoring import score_rows
+    from medrl.jsonl import append_jsonl
 
-    done = {r["key"]: r for r in read_rows(cache, repair=True)}
+    done = {r["key"]: r for r in read_jsonl(cache, repair=True)}
     todo = [r for r in rows if r.get("step_verdicts") is None and r["key"] not in done]
     for i in range(0, len(todo), 32):
         chunk = todo[i : i + 32]
         scored = score_rows(chunk, judge, rubrics=(), verify_steps=True, text_metrics=False)
         keep = [{"key": s["key"], "steps": s["steps"], "step_verdicts": s["step_verdicts"]} for s in scored]
-        _append_rows(cache, keep)
+        append_jsonl(cache, keep)
         done.update({k["key"]: k for k in keep})
     return [({**r, **{k: done[r["key"]][k] for k in ("steps", "step_verdicts")}} if r["key"] in done else r)
             for r in rows]
 
 
 def analyze_runs(run_dirs: Sequence[str | Path], out_dir: str | Path, *, judge: Any = None,
-                 names: Sequence[str] | None = None) -> dict:
+                 names: Sequence[str] | None = None, protocol: str | None = None) -> dict:
     """FFP/FAR analysis of one or more eval folders (MRPO Sec. 3, 5.3; Fig. 1, 3, 4).
 
     With ``judge``, outputs without step verdicts are verified first (cached in
     ``<out>/verified_<run>.jsonl``). Writes ``analysis.json``, ``per_output_<run>.jsonl``,
     figures and ``report.md``/``report.html`` into ``out_dir``; returns the tables per run.
     """
-    from medrl.eval.runner import load_run
+    from medrl.eval.scoring import load_run
 
     out_dir = Path(out_dir)
     fig_dir = out_dir / "figures"
@@ -190,12 +257,10 @@ def analyze_runs(run_dirs: Sequence[str | Path], out_dir: str | Path, *, judge: 
         rows = load_run(d)
         if judge is not None:
             rows = _ensure_verified(rows, judge, out_dir / f"verified_{_safe(name)}.jsonl")
-        items = per_output(rows)
+        items = per_output(rows, protocol)
         items_by_run[name] = items
         tables[name] = ffp_far_tables(items)
-        with (out_dir / f"per_output_{_safe(name)}.jsonl").open("w", encoding="utf-8") as fh:
-            for it in items:
-                fh.write(json.dumps(it, ensure_ascii=False) + "\n")
+        write_jsonl(out_dir / f"per_output_{_safe(name)}.jsonl", items)
     _write_json(out_dir / "analysis.json", {"runs": {n: str(d) for n, d in zip(names, run_dirs)}, "tables": tables})
 
     rep = Report("medrl analyze: reasoning failures (FFP / FAR)")
@@ -249,26 +314,77 @@ def analyze_runs(run_dirs: Sequence[str | Path], out_dir: str | Path, *, judge: 
 
 
 # --------------------------------------------------------------------------- paired runs
+def paired_stats_runs(rows_a: Sequence[dict], rows_b: Sequence[dict], *, protocol: str | None = None,
+                      n_boot: int = 2000, alpha: float = 0.05, seed: int = 0) -> dict:
+    """Paired statistics of two runs' scored rows on the same inputs (paired by output key).
+
+    ``{"accuracy": {"all": paired_comparison(...), "<dataset>": ...},
+       "hss": {"all": paired_mean_diff(...), ...}  (when both runs have HSS),
+       "only_in_a", "only_in_b", "protocol"}`` - McNemar's exact p-value and the paired bootstrap
+    interval of the accuracy difference B - A (:func:`medrl.eval.stats.paired_comparison`), and the
+    same for HSS (:func:`medrl.eval.stats.paired_mean_diff`). Correctness:
+    :func:`medrl.eval.scoring.output_correct` (``protocol`` picks a protocol's main accuracy).
+    """
+    from medrl.eval.stats import paired_comparison, paired_mean_diff
+
+    a = {r["key"]: r for r in rows_a}
+    b = {r["key"]: r for r in rows_b}
+    keys = [k for k in a if k in b]
+    groups: dict[str, list[str]] = {"all": keys}
+    for k in keys:
+        groups.setdefault(str(a[k].get("dataset")), []).append(k)
+    if len(groups) == 2:  # one dataset: "all" says it
+        groups = {"all": keys}
+    boot = {"n_boot": n_boot, "alpha": alpha, "seed": seed}
+    acc = {g: paired_comparison([output_correct(a[k], protocol) for k in ks],
+                                [output_correct(b[k], protocol) for k in ks], **boot) for g, ks in groups.items()}
+    out: dict[str, Any] = {"protocol": protocol, "accuracy": acc, "only_in_a": sum(1 for k in a if k not in b),
+                           "only_in_b": sum(1 for k in b if k not in a)}
+    hss = lambda r: (r.get("scores") or {}).get("hss")  # noqa: E731
+    if any(hss(a[k]) is not None for k in keys) and any(hss(b[k]) is not None for k in keys):
+        out["hss"] = {g: paired_mean_diff([hss(a[k]) for k in ks], [hss(b[k]) for k in ks], **boot)
+                      for g, ks in groups.items()}
+    return out
+
+
+def _paired_rows(res: dict, metric: str, pct: bool) -> list[list]:
+    f = (lambda v: fmt(v, pct=True)) if pct else (lambda v: fmt(v))
+    rows = []
+    for g, r in res.items():
+        p = r.get("mcnemar_p", r.get("wilcoxon_p"))
+        a, b = (r.get("a_acc"), r.get("b_acc")) if metric == "accuracy" else (r.get("a_mean"), r.get("b_mean"))
+        rows.append([g, r["n"], f(a), f(b), f(r["diff"]), f"[{f(r['ci_low'])}, {f(r['ci_high'])}]",
+                     "-" if p is None else f"{p:.4g}"]
+                    + ([r["a_only"], r["b_only"]] if metric == "accuracy" else []))
+    return rows
+
+
 def compare_run_dirs(run_a: str | Path, run_b: str | Path, out_dir: str | Path, *,
-                     names: Sequence[str] | None = None, judge: Any = None) -> dict:
+                     names: Sequence[str] | None = None, judge: Any = None, protocol: str | None = None,
+                     n_boot: int = 2000, seed: int = 0) -> dict:
     """Paired comparison of two eval folders on the same inputs (MRPO App. E.2, Tables 11-13),
-    plus the FFP/FAR analysis of both. Rows/"A" = the first run (the paper's GRPO), columns/"B"
-    = the second (MRPO)."""
+    with McNemar's exact test and paired bootstrap intervals of the accuracy and HSS
+    differences (:func:`paired_stats_runs`), plus the FFP/FAR analysis of both. Rows/"A" = the
+    first run (the paper's GRPO), columns/"B" = the second (MRPO)."""
+    from medrl.eval.scoring import load_run
+
     out_dir = Path(out_dir)
     name_a, name_b = names if names else (_run_name(Path(run_a)), _run_name(Path(run_b)))
     if name_a == name_b:
         name_a, name_b = f"{name_a} (A)", f"{name_b} (B)"
-    tables = analyze_runs([run_a, run_b], out_dir / "ffp", judge=judge, names=[name_a, name_b])
+    tables = analyze_runs([run_a, run_b], out_dir / "ffp", judge=judge, names=[name_a, name_b], protocol=protocol)
+    stats = paired_stats_runs(load_run(run_a), load_run(run_b), protocol=protocol, n_boot=n_boot, seed=seed)
     items = {}
     for n in (name_a, name_b):
         path = out_dir / "ffp" / f"per_output_{_safe(n)}.jsonl"
-        items[n] = {json.loads(l)["key"]: json.loads(l) for l in path.read_text(encoding="utf-8").splitlines() if l}
+        items[n] = {row["key"]: row for row in read_jsonl(path)}
 
     def view(it: dict) -> dict:
         return {"correct": it["correct"], "ffp": it["ffp"], "has_steps": it["status"] == "analysed"}
 
     result = A.compare_runs({k: view(v) for k, v in items[name_a].items()},
                             {k: view(v) for k, v in items[name_b].items()})
+    result["paired_stats"] = stats
     _write_json(out_dir / "comparison.json", {"a": name_a, "b": name_b, **result})
 
     fig_dir = out_dir / "figures"
@@ -283,6 +399,16 @@ def compare_run_dirs(run_a: str | Path, run_b: str | Path, out_dir: str | Path, 
     rep.table([f"{name_a} \\ {name_b}", "Correct", "Wrong"],
               [["Correct", cell(t["both_correct"]), cell(t["a_only"])],
                ["Wrong", cell(t["b_only"]), cell(t["both_wrong"])]], f"{t['n']} paired inputs")
+    rep.heading("Is the difference real? Paired statistics")
+    rep.paragraph("McNemar's exact test (statsmodels) on the inputs only one run gets right, and a paired "
+                  "percentile bootstrap 95% interval of the difference B - A (inputs resampled jointly, SciPy). "
+                  "Independent per-run intervals can overlap while the paired difference is clearly non-zero.")
+    rep.table(["Inputs", "N", f"{name_a} acc. (%)", f"{name_b} acc. (%)", "B - A (pp)", "95% CI (pp)",
+               "McNemar p", f"{name_a} only", f"{name_b} only"],
+              _paired_rows(stats["accuracy"], "accuracy", True), "Accuracy: correct/wrong per input")
+    if "hss" in stats:
+        rep.table(["Inputs", "N", f"{name_a} HSS", f"{name_b} HSS", "B - A", "95% CI", "Wilcoxon p"],
+                  _paired_rows(stats["hss"], "hss", False), "HSS (ARMed Eq. 15): paired difference of the means")
     for key, title, pct_mode in (
         ("transitions_b_only_correct", f"FFP stage transitions, {name_b}-only-correct inputs (MRPO Table 12)", "row"),
         ("transitions_a_only_correct", f"FFP stage transitions, {name_a}-only-correct inputs (MRPO Table 13)", "sum"),
@@ -325,7 +451,7 @@ def _matrix_table(m: dict, name_a: str, name_b: str, pct_mode: str) -> tuple[lis
 def load_labels(source: str | Path, field: str) -> tuple[dict, dict]:
     """Labels of one rater: an eval folder (its judge's verdicts) or a label file."""
     from medrl.eval.agreement import labels_from_outputs, read_label_file
-    from medrl.eval.runner import load_run
+    from medrl.eval.scoring import load_run
 
     p = Path(source)
     if p.is_dir():

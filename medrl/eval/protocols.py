@@ -1,0 +1,440 @@
+"""Evaluation protocols: which question is scored how, and which numbers are reported.
+
+One registry, :data:`PROTOCOLS`; ``medrl eval --protocol NAME[,NAME...]``. A protocol is pure
+bookkeeping over scored rows (see :mod:`medrl.eval.scoring`): it says which judge tasks a row
+needs (:meth:`Protocol.tasks`), reads each row's per-metric value (:meth:`Protocol.row_metrics`)
+and summarizes per dataset, per group (closed/open, modality, organ) and macro in/out-of-domain,
+with bootstrap intervals (:func:`summarize_protocol`). The same saved outputs rescored under
+several protocols give one metric set per protocol in one report.
+
+Per-row scores the protocols read (computed once, shared by every protocol that needs them):
+
+- ``exact``: closed questions (yes/no, a choice among options) decided without a judge by the
+  shared correctness rule :func:`medrl.rewards.correctness.decide_exact` (the guard, then a
+  normalised exact match; a yes/no reference compares the first word). A multiple-choice
+  answer given as an option label ("B", "(B)", "Option B", "B: text") is mapped to that option's
+  text first.
+- ``judge_answer``: the shared answer-correctness decision
+  :func:`medrl.rewards.correctness.decide_correct_async` with ``mode="judge"`` (the guard, an
+  exact match, then ``judge.answer_correct``; with the record's image when the judge was built
+  to take images) - the same decision training uses.
+- ``judge_binary`` / ``judge_report``: MediX-R1's evaluation grades (``judge.grade``).
+- ``hss`` and the text metrics; ``step_verdicts`` (MRPO Eq. 3).
+
+Protocols:
+
+``standard`` (default) - the field's convention (VQA-RAD card, LLaVA-Med, MedEvalKit,
+HuatuoGPT-Vision tables): every question; closed questions by exact yes/no or option match,
+open questions by the judge; closed accuracy, open accuracy and overall, per dataset and per
+modality and organ where the dataset has them. Closed/open is the dataset's own
+``answer_type`` label when it has one (VQA-RAD test: 272 closed, 179 open, the split the
+VQA-RAD card and LLaVA-Med report), else
+:func:`medrl.rewards.correctness.is_closed_question`; a multiple-choice record is closed.
+
+``mrpo`` - MRPO (000_20b05565d28598f4.txt Sec. 5.1, App. C.1, H.1, H.2): open-ended questions
+only (papers' sense: not yes/no, not multiple choice); accuracy = the judge's O/X "good enough
+answer" verdict (App. H.1, prompt :func:`medrl.judges.prompts.answer_correct` with
+``answer_format="o_x"``; the image is attached when the judge takes images), plus step
+verification (App. H.2, :func:`medrl.judges.prompts.verify_steps`): the share of valid steps
+per output (a step is valid when gold_alignment or answer_contribution is 1, Eq. 3).
+
+``medix`` - MediX-R1 (003_d5d6a0d73a50ab79.txt Sec. 3, App. A.2-A.3): every question; the
+judge sees only the final answer (reasoning stripped); short-form QA/MCQ get the binary JSON
+score (A.2, :func:`medrl.judges.prompts.grade` ``rubric="binary"``), long-form report items
+(``task == "report"`` or a reference of 30+ words) the 0-5 rubric (A.3, ``rubric="report"``).
+
+``armed`` - ARMed (001_46ab1c0cc2c66f17.txt Sec. 4.1 "Evaluation Metrics", Eq. 15, Table 1):
+open-ended questions get the Hybrid Semantic Score (HSS = 0.25 BLEU-1 + 0.25 ROUGE-1 + 0.10
+BERTScore + 0.40 cosine) and the judged accuracy; multiple-choice questions get accuracy
+(exact option match); macro averages in-domain and out-of-domain, as Table 1 reports them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from medrl.registry import Registry
+
+#: Eval protocols by name: ``PROTOCOLS.get("standard")``.
+PROTOCOLS = Registry("eval protocol", modules=["medrl.eval.protocols"])
+DEFAULT_PROTOCOL = "standard"
+
+#: Judge/score tasks a protocol can ask for one row.
+TASKS = ("exact", "judge_answer", "grade_binary", "grade_report", "steps", "text")
+
+REPORT_MIN_WORDS = 30
+
+
+# --------------------------------------------------------------------------- row facts
+def reference(row: dict) -> str:
+    return str(row.get("reference") or "")
+
+
+def choices_of(row: dict) -> list[str] | None:
+    """The options shown to the model (multiple-choice rows), else None."""
+    ch = row.get("choices")
+    return list(ch) if ch else None
+
+
+def is_open_papers(row: dict) -> bool:
+    """Open-ended in the papers' sense (MRPO App. C.1): a free-text answer, neither yes/no nor a
+    choice among options shown. Uses the row's ``open_ended`` flag when the eval saved it."""
+    if isinstance(row.get("open_ended"), bool):
+        return row["open_ended"]
+    from medrl.data.record import is_open_ended_answer
+
+    return is_open_ended_answer(reference(row), multiple_choice=bool(choices_of(row)))
+
+
+def question_kind(row: dict) -> str:
+    """"closed" or "open" for the ``standard`` protocol: a multiple-choice row is closed; else the
+    dataset's own OPEN/CLOSED label when it has one (the convention of the VQA-RAD card and
+    the tables that report closed and open accuracy); else the shared rule
+    :func:`medrl.rewards.correctness.is_closed_question`."""
+    if choices_of(row):
+        return "closed"
+    at = str(row.get("answer_type") or "").strip().upper()
+    if at in ("OPEN", "CLOSED"):
+        return at.lower()
+    from medrl.rewards.correctness import is_closed_question
+
+    return "closed" if is_closed_question(answer=reference(row), open_ended=row.get("open_ended")) else "open"
+
+
+def is_report(row: dict) -> bool:
+    """A long-form report/summary item (MediX-R1 App. A.3 rubric): ``task == "report"`` or a
+    reference of at least :data:`REPORT_MIN_WORDS` words."""
+    return row.get("task") == "report" or len(reference(row).split()) >= REPORT_MIN_WORDS
+
+
+_OPTION = re.compile(r"^\s*(?:\(?\s*(?:option|answer|choice)\s*[:\-]?\s*)?\(?([A-Za-z])\s*(?:[).:\]]|$)",
+                     re.IGNORECASE)
+
+
+def option_text(prediction: str, choices: Sequence[str]) -> str:
+    """An answer given as an option label ("B", "(b)", "Option B", "B: Computed tomography",
+    "B. CT") becomes that option's text; anything else is returned unchanged."""
+    m = _OPTION.match(prediction or "")
+    if m:
+        k = ord(m.group(1).upper()) - 65
+        if 0 <= k < len(choices):
+            rest = (prediction or "")[m.end():].strip()
+            # "B: text" that names another option's text is not option B
+            if rest and _norm(rest) != _norm(choices[k]) and any(_norm(rest) == _norm(c) for c in choices):
+                return rest
+            return choices[k]
+    return prediction
+
+
+def _norm(s: str) -> str:
+    from medrl.rewards.correctness import normalize_answer
+
+    return normalize_answer(s)
+
+
+def exact_correct(row: dict) -> bool | None:
+    """The closed-question decision of one scored row (None when there is no reference).
+
+    Shared rule :func:`medrl.rewards.correctness.decide_exact` on the judged answer
+    (``row["prediction"]``), after mapping an option label to its text for multiple choice."""
+    from medrl.rewards.correctness import decide_exact
+
+    pred = row.get("prediction")
+    if pred is None:
+        from medrl.eval.scoring import prediction_text
+
+        pred = prediction_text(row.get("output") or "")
+    ch = choices_of(row)
+    if ch:
+        pred = option_text(pred, ch)
+    return decide_exact(pred, reference(row), question=row.get("question"))
+
+
+def _score(row: dict, key: str) -> Any:
+    """``row["scores"][key]``: a float, None (unscored) or the sentinel :data:`MISSING`."""
+    scores = row.get("scores") or {}
+    return scores[key] if key in scores else MISSING
+
+
+MISSING = object()
+
+
+def _step_share(row: dict) -> Any:
+    if not row.get("steps"):
+        return MISSING  # no reasoning steps: nothing to verify
+    sv = row.get("step_verdicts")
+    if sv is None:
+        return None if "step_verdicts" in row else MISSING
+    if not sv:
+        return MISSING
+    return sum(bool(v["gold_alignment"] or v["answer_contribution"]) for v in sv) / len(sv)
+
+
+# --------------------------------------------------------------------------- protocols
+@dataclass(frozen=True)
+class Metric:
+    key: str
+    label: str
+    pct: bool = True
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """One evaluation protocol (see the module docstring)."""
+
+    name: str
+    paper: str
+    description: str
+    prompt: str
+    metrics: tuple[Metric, ...]
+    main: str
+    tasks_fn: Callable[[dict], set[str]]
+    values_fn: Callable[[dict], dict[str, Any]]
+    groups: tuple[str, ...] = ()
+    needs_text_metrics: bool = False
+    open_only: bool = False
+
+    def tasks(self, row: dict) -> set[str]:
+        """Judge/score tasks this row needs under the protocol (subset of :data:`TASKS`)."""
+        return self.tasks_fn(row)
+
+    def row_metrics(self, row: dict) -> dict[str, float | None]:
+        """``{metric: value}`` for the metrics that apply to this row; None = unscored."""
+        out = {}
+        for k, v in self.values_fn(row).items():
+            if v is MISSING:
+                continue
+            out[k] = None if v is None else float(v)
+        return out
+
+
+def _register(p: Protocol) -> Protocol:
+    PROTOCOLS.register(p.name)(p)
+    return p
+
+
+def _exact_value(row: dict) -> Any:
+    v = _score(row, "exact")
+    if v is MISSING:  # rows scored before the protocols existed: decide now (no judge needed)
+        e = exact_correct(row)
+        return None if e is None else float(e)
+    return v
+
+
+def _standard_tasks(row: dict) -> set[str]:
+    return {"exact"} if question_kind(row) == "closed" else {"judge_answer"}
+
+
+def _standard_values(row: dict) -> dict:
+    if question_kind(row) == "closed":
+        v = _exact_value(row)
+        return {"closed": v, "overall": v}
+    v = _score(row, "judge_answer")
+    return {"open": v, "overall": v}
+
+
+def _mrpo_tasks(row: dict) -> set[str]:
+    return {"judge_answer", "steps"} if is_open_papers(row) else set()
+
+
+def _mrpo_values(row: dict) -> dict:
+    if not is_open_papers(row):
+        return {}
+    return {"accuracy": _score(row, "judge_answer"), "valid_steps": _step_share(row)}
+
+
+def _medix_tasks(row: dict) -> set[str]:
+    return {"grade_report"} if is_report(row) else {"grade_binary"}
+
+
+def _medix_values(row: dict) -> dict:
+    if is_report(row):
+        return {"rubric": _score(row, "judge_report")}
+    return {"accuracy": _score(row, "judge_binary")}
+
+
+def _armed_tasks(row: dict) -> set[str]:
+    if choices_of(row) or not is_open_papers(row):
+        return {"exact"}
+    return {"text", "judge_answer"}
+
+
+def _armed_values(row: dict) -> dict:
+    if choices_of(row) or not is_open_papers(row):
+        return {"accuracy": _exact_value(row)}
+    return {"hss": _score(row, "hss"), "judged_accuracy": _score(row, "judge_answer")}
+
+
+STANDARD = _register(Protocol(
+    name="standard",
+    paper="field convention: VQA-RAD card, LLaVA-Med, MedEvalKit, HuatuoGPT-Vision tables",
+    description="closed questions by exact yes/no or option match, open questions by the judge; "
+                "closed, open and overall accuracy per dataset and per modality/organ",
+    prompt="closed: no judge (medrl.rewards.correctness.decide_exact); open: judge.answer_correct "
+           "(medrl.judges.prompts.answer_correct)",
+    metrics=(Metric("closed", "Closed acc. (%)"), Metric("open", "Open acc. (%)"), Metric("overall", "Overall (%)")),
+    main="overall", tasks_fn=_standard_tasks, values_fn=_standard_values, groups=("modality", "organ"),
+))
+
+MRPO = _register(Protocol(
+    name="mrpo",
+    paper="MRPO 000_20b05565d28598f4.txt Sec. 5.1, App. C.1, H.1 (O/X answer check), H.2 (step verification)",
+    description="open-ended questions only; judged O/X accuracy (with the image when the judge takes "
+                "images) and the share of valid reasoning steps (Eq. 3)",
+    prompt="medrl.judges.prompts.answer_correct(answer_format='o_x') and medrl.judges.prompts.verify_steps",
+    metrics=(Metric("accuracy", "Accuracy (%)"), Metric("valid_steps", "Valid steps (%)")),
+    main="accuracy", tasks_fn=_mrpo_tasks, values_fn=_mrpo_values, open_only=True,
+))
+
+MEDIX = _register(Protocol(
+    name="medix",
+    paper="MediX-R1 003_d5d6a0d73a50ab79.txt Sec. 3, App. A.2 (binary JSON) and A.3 (0-5 report rubric)",
+    description="binary JSON score for QA/MCQ, 0-5 rubric for reports; the judge sees the final answer "
+                "only (reasoning stripped)",
+    prompt="medrl.judges.prompts.grade(rubric='binary'|'report')",
+    metrics=(Metric("accuracy", "Accuracy (%)"), Metric("rubric", "Report rubric (0-5)", pct=False)),
+    main="accuracy", tasks_fn=_medix_tasks, values_fn=_medix_values,
+))
+
+ARMED = _register(Protocol(
+    name="armed",
+    paper="ARMed 001_46ab1c0cc2c66f17.txt Sec. 4.1, Eq. 15 (HSS), Table 1 (in-/out-of-domain)",
+    description="open questions: HSS and judged accuracy; closed and multiple-choice questions: "
+                "accuracy by exact match; macro in-domain / out-of-domain",
+    prompt="HSS: no judge (medrl.rewards.hss); judged accuracy: medrl.judges.prompts.answer_correct",
+    metrics=(Metric("hss", "HSS (x100)"), Metric("judged_accuracy", "Judged acc. open (%)"),
+             Metric("accuracy", "Acc. closed/MCQ (%)")),
+    main="hss", tasks_fn=_armed_tasks, values_fn=_armed_values, needs_text_metrics=True,
+))
+
+
+def get_protocol(name: str) -> Protocol:
+    return PROTOCOLS.get(name)
+
+
+def parse_protocols(spec: str | Sequence[str] | None) -> list[str]:
+    """``"mrpo,medix"`` or ``["mrpo", "medix"]`` -> validated, de-duplicated names (order kept);
+    None/empty -> ``[DEFAULT_PROTOCOL]``."""
+    if spec is None:
+        return [DEFAULT_PROTOCOL]
+    parts = [spec] if isinstance(spec, str) else list(spec)
+    names: list[str] = []
+    for p in parts:
+        for n in str(p).split(","):
+            n = n.strip().lower()
+            if not n:
+                continue
+            if n not in PROTOCOLS:
+                raise ValueError(f"unknown eval protocol {n!r}; choose from {', '.join(PROTOCOLS.names())}")
+            if n not in names:
+                names.append(n)
+    return names or [DEFAULT_PROTOCOL]
+
+
+def row_tasks(row: dict, protocols: Sequence[str]) -> set[str]:
+    """Union of the tasks every named protocol needs for ``row``."""
+    out: set[str] = set()
+    for n in protocols:
+        out |= get_protocol(n).tasks(row)
+    return out
+
+
+# --------------------------------------------------------------------------- summaries
+def _group_value(row: dict, group: str) -> str | None:
+    v = row.get(group)
+    if v in (None, "") and isinstance(row.get("evidence"), dict):
+        v = row["evidence"].get(group)
+    return str(v).strip() if v not in (None, "") else None
+
+
+def _ci(values: list, **boot) -> dict:
+    from medrl.eval.stats import mean_ci
+
+    vals = [v for v in values if v is not None]
+    ci = mean_ci(vals, **boot)
+    ci["unscored"] = len(values) - len(vals)
+    return ci
+
+
+def summarize_protocol(rows: Sequence[dict], name: str, *, n_boot: int = 1000, alpha: float = 0.05,
+                       seed: int = 0) -> dict:
+    """Metrics of one protocol over scored rows::
+
+        {"protocol", "paper", "description", "prompt", "metrics": [{key, label, pct}], "main",
+         "datasets": {ds: {"n", "counted", "domain", "metrics": {key: {mean, low, high, n, unscored}},
+                           "groups": {"modality": {value: {key: {...}}}, "organ": {...}}}},
+         "macro": {"in"|"out"|"all": {key: {mean, low, high, n_groups, n, datasets}}}}
+
+    ``counted``: rows the protocol scores (e.g. open-ended only under ``mrpo``). A metric's
+    ``unscored``: rows it applies to whose verdict is missing (outage, unparseable reply),
+    left out of the mean and counted, never taken as 0 or 1.
+    """
+    from medrl.eval.stats import macro_mean_ci
+
+    p = get_protocol(name)
+    boot = {"n_boot": n_boot, "alpha": alpha, "seed": seed}
+    by_ds: dict[str, list[tuple[dict, dict]]] = {}
+    for r in rows:
+        by_ds.setdefault(r.get("dataset", ""), []).append((r, p.row_metrics(r)))
+    keys = [m.key for m in p.metrics]
+    datasets: dict[str, dict] = {}
+    for ds, items in by_ds.items():
+        metrics = {}
+        for k in keys:
+            vals = [m[k] for _, m in items if k in m]
+            if vals:
+                metrics[k] = _ci(vals, **boot)
+        groups: dict[str, dict] = {}
+        for g in p.groups:
+            labelled = [(str(_group_value(r, g)), m) for r, m in items if _group_value(r, g) is not None and m]
+            if not labelled:
+                continue
+            per: dict[str, dict] = {}
+            for value in sorted({v for v, _ in labelled}):
+                cell = {}
+                for k in keys:
+                    vals = [m[k] for v, m in labelled if v == value and k in m]
+                    if vals:
+                        cell[k] = _ci(vals, **boot)
+                per[value] = cell
+            groups[g] = per
+        datasets[ds] = {"n": len(items), "counted": sum(1 for _, m in items if m),
+                        "domain": items[0][0].get("domain", "in"), "metrics": metrics, "groups": groups}
+    macro: dict[str, dict] = {}
+    for scope in ("in", "out", "all"):
+        names = [n for n, d in datasets.items() if scope == "all" or d["domain"] == scope]
+        if not names:
+            continue
+        scope_m = {}
+        for k in keys:
+            gs = {n: [m[k] for _, m in by_ds[n] if m.get(k) is not None] for n in names if k in datasets[n]["metrics"]}
+            gs = {n: v for n, v in gs.items() if v}
+            if gs:
+                mm = macro_mean_ci(gs, **boot)
+                mm["datasets"] = sorted(gs)
+                scope_m[k] = mm
+        if scope_m:
+            macro[scope] = scope_m
+    return {"protocol": p.name, "paper": p.paper, "description": p.description, "prompt": p.prompt,
+            "metrics": [{"key": m.key, "label": m.label, "pct": m.pct} for m in p.metrics], "main": p.main,
+            "datasets": datasets, "macro": macro}
+
+
+def summarize_protocols(rows: Sequence[dict], names: Sequence[str], **boot: Any) -> dict:
+    """``{name: summarize_protocol(rows, name)}`` for every named protocol, in order."""
+    return {n: summarize_protocol(rows, n, **boot) for n in parse_protocols(list(names))}
+
+
+def row_correct(row: dict, protocol: str = DEFAULT_PROTOCOL) -> bool | None:
+    """One correct/wrong verdict per output under ``protocol`` (its main accuracy metric), for
+    paired comparisons and FFP analyses; None when the row is not scored under it or unscored."""
+    p = get_protocol(protocol)
+    m = p.row_metrics(row)
+    key = next((k for k in (p.main, "accuracy", "overall") if k in m and k != "hss"), None)
+    if key is None:
+        key = next((mm.key for mm in p.metrics if mm.pct and mm.key in m and mm.key != "hss"), None)
+    if key is None or m[key] is None:
+        return None
+    return bool(round(m[key]))
