@@ -21,6 +21,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
 from medrl.judges import build_judge, run_sync
+from medrl.judges.base import JudgeAuthError
 from medrl.judges.openai_judge import OpenAIJudge
 from medrl.judges.server import ReferenceBackend, create_app, serve_in_thread
 
@@ -63,7 +64,7 @@ def test_models_endpoint_and_all_six_tasks(reference_url):
     assert v[0].value is True and v[1].value is False
     assert [(s.gold_alignment, s.answer_contribution) for s in v[2].value] == [(1, 0), (0, 0), (1, 1)]
     assert v[3].value is True and v[4].value == 1.0 and v[5].value == 4.0
-    assert v[6].value["status"] == "drop" and v[7].value == ["ct abdomen", "mass left kidney"]
+    assert v[6].value["status"] == "drop" and v[7].value == ["CT of the abdomen", "mass is in the left kidney"]
     s = j.stats
     assert s.calls == 8 and s.failures == 0 and s.input_tokens > 0 and s.output_tokens > 0
     j.close()
@@ -121,7 +122,8 @@ def test_serve_judge_command_subprocess():
         assert run_sync(j.answer_correct("What does the arrow point to?", "Renal artery", "renal artery")).value is True
         assert run_sync(j.answer_correct("What does the arrow point to?", "Renal artery", "-")).value is False
         j.close()
-        r = httpx.post(url + "/chat/completions", json={"model": "x", "messages": [{"role": "user", "content": "hi"}]})
+        r = httpx.post(url + "/chat/completions",
+                       json={"model": "medrl-reference", "messages": [{"role": "user", "content": "hi"}]})
         assert r.status_code == 400 and "TASK" in r.json()["error"]["message"]
     finally:
         proc.terminate()
@@ -214,11 +216,13 @@ def test_api_key_never_leaks(fault_server, caplog, monkeypatch):
     for name in ("openai", "httpx", "httpcore", "medrl.judges"):
         caplog.set_level(logging.DEBUG, logger=name)
     j = OpenAIJudge("m", base_url=url, api_key_env="MEDRL_TEST_JUDGE_KEY", cache_path=":memory:", **FAST)
-    v401 = run_sync(j.answer_correct("q", "lung", "lung FAULT=auth401"))
     v500 = run_sync(j.answer_correct("q", "lung", "lung FAULT=http500_always"))
-    assert not v401.scored and "HTTP 401" in v401.error and v401.meta["attempts"] == 1  # 401 is not retried
+    # 401 is not retried: it stops the run (issue 12), naming the variable, never the key
+    with pytest.raises(JudgeAuthError, match="MEDRL_TEST_JUDGE_KEY") as e401:
+        run_sync(j.answer_correct("q", "lung", "lung FAULT=auth401"))
+    assert "HTTP 401" in str(e401.value)
     assert not v500.scored and "HTTP 500" in v500.error
-    texts = [v401.error, v500.error, v401.raw, v500.raw, repr(j), str(j.stats), caplog.text]
+    texts = [str(e401.value), v500.error, v500.raw, repr(j), str(j.stats), caplog.text]
     texts += [r.getMessage() for r in caplog.records]
     assert all(SECRET not in t and "SECRET123" not in t for t in texts), [t for t in texts if "SECRET123" in t]
     # the SDK's own exception, sanitised by the judge

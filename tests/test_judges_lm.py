@@ -33,7 +33,7 @@ def _tiny_gpt2(folder):
     import torch
 
     torch.manual_seed(0)
-    GPT2LMHeadModel(GPT2Config(vocab_size=len(fast), n_positions=1024, n_embd=32, n_layer=1, n_head=2)).save_pretrained(folder)
+    GPT2LMHeadModel(GPT2Config(vocab_size=len(fast), n_positions=4096, n_embd=32, n_layer=1, n_head=2)).save_pretrained(folder)
     return folder
 
 

@@ -13,10 +13,12 @@ DESCRIPTION = """\
 Load medical VQA datasets in their official layouts, look at them, convert them to medrl's JSONL
 record format, filter them, and run the curation tools of the papers.
 
-Data sources (--dataset): vqa_rad, slake, pathvqa, pmc_vqa (found under --data-dir, default
-$MEDRL_DATA_DIR, ./data or ../shared/data), a split after a colon (vqa_rad:test), jsonl:<file>
-(medrl records) or hf:<folder> (a Hugging Face dataset saved with save_to_disk).
-Layouts and downloads: docs/data.md.
+Data sources (--dataset): vqa_rad, slake, pathvqa, pmc_vqa (pmc_vqa_mc: with its options), the
+Hugging Face copies vqa_rad_hf, slake_hf, pathvqa_hf, and the benchmarks omnimedvqa, mmmu_med
+(MMMU Health & Medicine), medxpertqa_mm, medqa, medmcqa, pubmedqa (found under --data-dir,
+default $MEDRL_DATA_DIR, ./data or ../shared/data), a split after a colon (vqa_rad:test),
+jsonl:<file> (medrl records) or hf:<folder or hub id> (save_to_disk folder, downloaded parquet
+folder, or a hub id). Layouts and downloads: docs/data.md and docs/evaluation.md.
 
 Examples:
   medrl data inspect --dataset vqa_rad                       # counts by split/type/modality + samples
@@ -40,7 +42,10 @@ stop with an error naming the file and the record; --skip-invalid skips and coun
 
 def _add_source(p: argparse.ArgumentParser, required: bool = True) -> None:
     g = p.add_argument_group("data source")
-    g.add_argument("--dataset", required=required, help="vqa_rad | slake | pathvqa | pmc_vqa [:split] | jsonl:<file> | hf:<folder>")
+    g.add_argument("--dataset", required=required,
+                   help="a loader name (vqa_rad, slake, pathvqa, pmc_vqa, pmc_vqa_mc, vqa_rad_hf, slake_hf, pathvqa_hf, "
+                        "omnimedvqa, mmmu_med, medxpertqa_mm, medqa, medmcqa, pubmedqa)[:split] | jsonl:<file> | "
+                        "hf:<folder or hub id>")
     g.add_argument("--split", help="split (train/test/validate); overrides a ':split' suffix")
     g.add_argument("--data-dir", help="folder holding vqa_rad/, slake/, ... (default: medrl.paths.data_root())")
     g.add_argument("--open", nargs="?", const="papers", default=None, choices=["papers", "answer_type", "strict"],
@@ -116,6 +121,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="policy model folder used for sampling")
     p.add_argument("--n", type=int, default=10, help="samples per question (CAPO: 10)")
     p.add_argument("--temperature", type=float, default=0.9, help="sampling temperature (CAPO: 0.9)")
+    p.add_argument("--correctness", choices=["auto", "exact", "judge", "embedding"], default="auto",
+                   help="the correctness decision; use the training recipe's algorithm.correctness (default auto: "
+                        "the judge for open-ended questions, exact match for closed ones)")
     p.add_argument("--max-new-tokens", type=int, default=256)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--prompt-style", default="think_answer")
@@ -170,6 +178,12 @@ def _judge(args):
                        cache_path=args.judge_cache, concurrency=args.concurrency)
 
 
+def _tag_source(record) -> str:
+    from medrl.modality import record_modality_tag
+
+    return record_modality_tag(record)[1]
+
+
 def inspect_counts(records) -> dict:
     """Counts shown by ``medrl data inspect``."""
     return {
@@ -178,7 +192,11 @@ def inspect_counts(records) -> dict:
         "by_split": dict(Counter(r.split or "-" for r in records)),
         "by_answer_type": dict(Counter(r.answer_type or "-" for r in records)),
         "open_ended": dict(Counter("open" if r.open_ended else "closed" for r in records)),
+        "multiple_choice": sum(1 for r in records if r.extras.get("choices_in_prompt")),
+        "text_only": sum(1 for r in records if not r.images),
         "by_modality_tag": dict(Counter(r.modality_tag or "-" for r in records).most_common()),
+        # where each record's MediX-R1 tag comes from (column/dataset/heuristic:*/untagged)
+        "modality_tag_source": dict(Counter(_tag_source(r) for r in records).most_common()),
         "by_question_type": dict(Counter(r.question_type or "-" for r in records).most_common(12)),
         "with_gold_reasoning": sum(1 for r in records if r.gold_reasoning),
         "with_key_steps": sum(1 for r in records if r.key_steps),
@@ -250,7 +268,7 @@ def run(args) -> int:
 
             out, summary = mixed_difficulty_filter(records, _model_sampler(args), _judge(args), n=args.n,
                                                    temperature=args.temperature, results_path=args.results,
-                                                   concurrency=args.concurrency)
+                                                   concurrency=args.concurrency, correctness=args.correctness)
         else:  # pragma: no cover - argparse restricts the choices
             raise SystemExit(f"unknown data subcommand {cmd}")
         print(json.dumps(summary))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-HELP = "evaluate a model: generate, judge (accuracy, rubric, steps), HSS/ROUGE/BLEU/BERTScore, report"
+HELP = ("evaluate a model under the papers' protocols (standard, mrpo, medix, armed): generate, judge, "
+        "closed/open accuracy, steps, HSS, benchmark suites, report")
 
 DESCRIPTION = """\
 Evaluate a model on one or more datasets with the papers' protocols (MediX-R1 Sec. 3, MRPO
@@ -13,10 +14,29 @@ embedding cosine and HSS. Per-dataset means, in-/out-of-domain and macro average
 95% bootstrap confidence intervals. Writes OUT/outputs.jsonl, OUT/metrics.json and
 OUT/report.md + OUT/report.html.
 
-Interrupted? Rerun the same command: finished generations and scores are kept.
+Interrupted, or the judge was down? Rerun the same command: finished generations and scores
+are kept and the judge is asked again for every output it left unscored. The folder remembers
+its judge (spec, endpoint, model, prompt version, image setting): another judge is refused
+unless --rescore-unscored. A judge that rejects the API key (HTTP 401/403) stops the run at
+once, naming the key's environment variable.
 
-Dataset specs: SOURCE[:SPLIT], SOURCE one of vqa_rad, slake, pathvqa, pmc_vqa,
-jsonl:<path>, hf:<path>. Open-ended questions only unless --include-closed.
+--judge-images sends each record's image with the judge's accuracy and step requests
+(downscaled to --judge-image-size px, JPEG; MRPO App. H.1-H.2); it needs an openai:<model>
+judge on a vision-language endpoint (checked at start).
+
+Protocols (--protocol, comma-separated; docs/evaluation.md): standard (default; closed questions
+by exact match, open by the judge; closed, open and overall accuracy, per modality/organ),
+mrpo (MRPO App. H.1 O/X accuracy with the image when the judge takes images, App. H.2 step
+verification; open-ended questions only), medix (MediX-R1 binary JSON score, 0-5 report
+rubric), armed (ARMed HSS Eq. 15 + judged accuracy, in-/out-of-domain). Several protocols on the
+same saved outputs give one metric set each in one report:
+  medrl eval --rescore evals/mrpo --protocol mrpo,medix,standard --out evals/mrpo_all
+
+Dataset specs: SOURCE[:SPLIT], SOURCE one of the loaders listed by `medrl data inspect --help`
+(vqa_rad, slake, pathvqa, pmc_vqa, the Hugging Face copies, omnimedvqa, mmmu_med, medxpertqa_mm,
+medqa, medmcqa, pubmedqa), jsonl:<path>, hf:<folder or hub id>. Closed questions are kept unless
+every protocol is open-only (mrpo) and --include-closed is not given. --suite huatuo runs the
+HuatuoGPT-Vision benchmark set that is present and lists what is missing.
 
 Examples:
   medrl eval --model runs/mrpo --data vqa_rad:test --judge reference --out evals/mrpo
@@ -24,6 +44,8 @@ Examples:
              --judge openai:gpt-5-mini --out evals/mrpo
   medrl eval --rescore evals/mrpo --judge openai:gpt-5.4 --out evals/mrpo_gpt54   # cross-judge
   medrl eval --model runs/mrpo --data vqa_rad:test --limit 20 --out /tmp/quick       # smoke test
+  medrl eval --model runs/mrpo --suite huatuo --judge openai:gpt-5-mini --out evals/huatuo
+  medrl eval --model runs/mrpo --data medqa:test medmcqa:validation pubmedqa:test --protocol medix --out evals/text
 """
 
 _SPLITS = {"train", "test", "validate", "validation", "val", "dev"}
@@ -38,13 +60,34 @@ def add_arguments(p) -> None:
     p.add_argument("--judge-base-url", default=None, help="OpenAI-compatible endpoint for the judge")
     p.add_argument("--judge-api-key-env", default="OPENAI_API_KEY", help="env var holding the judge API key")
     p.add_argument("--judge-cache", default=None, help="SQLite cache file for judge replies")
+    p.add_argument("--judge-images", action="store_true",
+                   help="send each record's image to the judge (accuracy and step requests; openai: judges)")
+    p.add_argument("--judge-image-size", type=int, default=768, metavar="PX",
+                   help="longest side of an image sent to the judge, in pixels (default 768)")
+    p.add_argument("--rescore-unscored", action="store_true",
+                   help="resume a folder with a different judge: keep its scores, score only the unscored outputs")
+    p.add_argument("--skip-invalid", action="store_true",
+                   help="skip invalid records (missing image, empty answer, ...) and report how many, "
+                        "instead of stopping at the first")
     p.add_argument("--concurrency", type=int, default=16, help="judge requests in flight")
     p.add_argument("--rescore", metavar="EVAL_DIR", help="score EVAL_DIR's saved outputs with --judge into --out")
-    p.add_argument("--rubric", nargs="+", default=["binary"], choices=["binary", "report"],
-                   help="judge rubrics: binary (accuracy, QA) and/or report (0-5, long-form)")
+    p.add_argument("--protocol", default="standard", metavar="NAME[,NAME...]",
+                   help="eval protocol(s), comma-separated: standard (default: closed by exact match, open by "
+                        "the judge, closed/open/overall accuracy, per modality/organ), mrpo (MRPO App. H.1 O/X "
+                        "accuracy + H.2 step verification, open questions), medix (MediX-R1 binary JSON / 0-5 "
+                        "report rubric), armed (ARMed HSS + judged accuracy, in/out-of-domain). See docs/evaluation.md")
+    p.add_argument("--suite", default=None, metavar="NAME",
+                   help="a benchmark suite instead of --data: huatuo (VQA-RAD, SLAKE, PathVQA, PMC-VQA, OmniMedVQA, "
+                        "MMMU Health & Medicine); runs what is present under --data-dir, lists what is missing")
+    p.add_argument("--rubric", nargs="+", default=["binary"], choices=["binary", "report", "none"],
+                   help="judge rubrics graded on every output besides what the protocols need: binary (MediX-R1 "
+                        "JSON grade; `medrl analyze agreement` reads it), report (0-5), none (default: binary)")
     p.add_argument("--no-steps", action="store_true", help="skip step verification (no FFP/FAR later)")
     p.add_argument("--no-text-metrics", action="store_true", help="skip ROUGE/BLEU/BERTScore/cosine/HSS")
     p.add_argument("--embedding-model", default=None, help="sentence encoder for the cosine (default: MiniLM)")
+    p.add_argument("--bertscore-model", default=None,
+                   help="BERTScore model of the text metrics/HSS (ARMed: PubMedBERT, "
+                   "microsoft/BiomedNLP-BiomedBERT-base-uncased-abstract-fulltext; default: offline MiniLM)")
     p.add_argument("--backend", choices=["hf", "vllm"], default="hf", help="generation backend")
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--max-new-tokens", type=int, default=512)
@@ -52,7 +95,8 @@ def add_arguments(p) -> None:
     p.add_argument("--prompt-style", default="think_answer",
                    help="think_answer | modality_think_answer | plain (vLLM backend)")
     p.add_argument("--limit", type=int, default=None, help="first N records per dataset")
-    p.add_argument("--include-closed", action="store_true", help="also closed (yes/no) questions")
+    p.add_argument("--include-closed", action="store_true",
+                   help="keep closed (yes/no, multiple-choice) questions under an open-only protocol (mrpo)")
     p.add_argument("--data-dir", default=None, help="data folder (default: $MEDRL_DATA_DIR, ./data, ../shared/data)")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the CIs")
     p.add_argument("--seed", type=int, default=0)
@@ -70,14 +114,32 @@ def parse_spec(spec: str) -> tuple[str, str | None]:
 
 
 def load_datasets(args):
+    import sys
+
     from medrl.data import load_records
+    from medrl.data.record import DataError
     from medrl.eval.runner import EvalDataset
 
     out = []
+    skip = bool(getattr(args, "skip_invalid", False))
+    suite = set(getattr(args, "suite_specs", None) or ())
     for domain, specs in (("in", args.data), ("out", args.ood)):
         for spec in specs:
             source, split = parse_spec(spec)
-            recs = load_records(source, split=split, data_dir=args.data_dir, open_only=not args.include_closed)
+            report: dict = {}
+            try:
+                recs = load_records(source, split=split, data_dir=args.data_dir, open_only=_open_only(args),
+                                    skip_invalid=skip, report=report)
+            except DataError as exc:
+                if spec not in suite:
+                    raise
+                print(f"medrl eval: suite {args.suite}: {spec} cannot be loaded, skipped ({exc})", file=sys.stderr)
+                continue
+            if report.get("invalid"):
+                errors = report.get("errors") or []
+                first = f"; first: {errors[0]}" if errors else ""
+                print(f"medrl eval: {spec}: skipped {report['invalid']} invalid record(s), kept {len(recs)}{first}",
+                      file=sys.stderr)
             if args.limit:
                 recs = recs[: args.limit]
             if not recs:
@@ -90,15 +152,36 @@ def run(args) -> int:
     import logging
     import sys
 
+    from medrl.data.record import DataError
     from medrl.judges import build_judge
+    from medrl.judges.base import JudgeAuthError, require_image_support
+    from medrl.eval.protocols import parse_protocols
     from medrl.eval.runner import EvalFolderMismatch, build_generate_fn, rescore_run, run_eval
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
-    judge = build_judge(args.judge, base_url=args.judge_base_url, api_key_env=args.judge_api_key_env,
-                        cache_path=args.judge_cache, concurrency=args.concurrency)
-    common = dict(rubrics=args.rubric, verify_steps=not args.no_steps, text_metrics=not args.no_text_metrics,
-                  embedding_model=args.embedding_model, concurrency=args.concurrency, n_boot=args.bootstrap,
-                  seed=args.seed, overwrite=args.overwrite)
+    try:
+        protocols = parse_protocols(args.protocol)
+        if args.suite:
+            _apply_suite(args)
+    except (ValueError, KeyError) as exc:
+        print(f"medrl eval: {exc}", file=sys.stderr)
+        return 2
+    try:
+        judge = build_judge(args.judge, base_url=args.judge_base_url, api_key_env=args.judge_api_key_env,
+                            cache_path=args.judge_cache, concurrency=args.concurrency,
+                            **({"answer_format": "o_x"} if "mrpo" in protocols else {}),
+                            images=bool(getattr(args, "judge_images", False)),
+                            image_max_side=getattr(args, "judge_image_size", None))
+        if getattr(args, "judge_images", False):
+            require_image_support(judge)
+    except (ValueError, RuntimeError) as exc:
+        print(f"medrl eval: {exc}", file=sys.stderr)
+        return 2
+    common = dict(rubrics=[r for r in args.rubric if r != "none"], protocols=protocols, verify_steps=not args.no_steps, text_metrics=not args.no_text_metrics,
+                  embedding_model=args.embedding_model,
+                  bertscore_model=args.bertscore_model, concurrency=args.concurrency, n_boot=args.bootstrap,
+                  seed=args.seed, overwrite=args.overwrite,
+                  rescore_unscored=bool(getattr(args, "rescore_unscored", False)))
     try:
         if args.rescore:
             metrics = rescore_run(args.rescore, judge, args.out, **common)
@@ -117,18 +200,71 @@ def run(args) -> int:
     except EvalFolderMismatch as exc:
         print(f"medrl eval: {exc}", file=sys.stderr)
         return 2
+    except JudgeAuthError as exc:
+        print(f"medrl eval: {exc}\nScored outputs are saved in {args.out}; fix the key and rerun the same "
+              "command to continue.", file=sys.stderr)
+        return 3
+    except DataError as exc:
+        hint = "" if getattr(args, "skip_invalid", False) or "skip-invalid" in str(exc) else \
+            " (pass --skip-invalid to skip such records)"
+        print(f"medrl eval: invalid data: {exc}{hint}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"\nmedrl eval: interrupted; finished records are saved in {args.out}. "
               "Rerun the same command to continue.", file=sys.stderr)
         return 130
-    for name, d in metrics["datasets"].items():
-        acc = d["metrics"].get("judge_binary", {})
-        hss = d["metrics"].get("hss", {})
-        print(f"{name:28s} n={d['n']:4d}  accuracy={_pct(acc.get('mean'))}  HSS={_num(hss.get('mean'))}")
-    for scope, m in metrics.get("macro", {}).items():
-        print(f"macro[{scope}]{'':19s} accuracy={_pct(m.get('judge_binary', {}).get('mean'))}")
+    print_protocol_summary(metrics)
     print(f"report: {args.out}/report.html")
     return 0
+
+
+def _open_only(args) -> bool:
+    """Open-ended questions only when asked for by every chosen protocol (mrpo: MRPO App. C.1)
+    and --include-closed is not given; standard, medix and armed score closed questions too."""
+    from medrl.eval.protocols import get_protocol, parse_protocols
+
+    if args.include_closed:
+        return False
+    return all(get_protocol(n).open_only for n in parse_protocols(getattr(args, "protocol", None)))
+
+
+def _apply_suite(args) -> None:
+    """``--suite NAME``: the suite's benchmarks present under --data-dir become --data; the
+    missing ones are listed (with where to get them) and skipped."""
+    import sys
+
+    from medrl.data.benchmarks import suite_specs
+
+    present, missing = suite_specs(args.suite, args.data_dir)
+    for name, why in missing:
+        print(f"medrl eval: suite {args.suite}: {name} missing, skipped ({why})", file=sys.stderr)
+    if not present:
+        raise ValueError(f"suite {args.suite!r}: none of its benchmarks is present under the data folder "
+                         "(see docs/evaluation.md for where to get them)")
+    args.suite_specs = [s for s in present if s not in args.data]
+    args.data = list(args.data) + args.suite_specs
+
+
+def print_protocol_summary(metrics: dict) -> None:
+    """One line per dataset and protocol with its metrics (mean, 95% CI)."""
+    protos = metrics.get("protocols") or {}
+    if not protos:
+        for name, d in metrics["datasets"].items():
+            acc = d["metrics"].get("judge_binary", {})
+            hss = d["metrics"].get("hss", {})
+            print(f"{name:28s} n={d['n']:4d}  accuracy={_pct(acc.get('mean'))}  HSS={_num(hss.get('mean'))}")
+        return
+    for pname, p in protos.items():
+        for ds, d in list(p["datasets"].items()) + [(f"macro[{s}]", {"metrics": m, "counted": ""})
+                                                      for s, m in p.get("macro", {}).items() if len(p["datasets"]) > 1]:
+            cells = []
+            for m in p["metrics"]:
+                c = d["metrics"].get(m["key"])
+                if c and c.get("mean") is not None:
+                    f = _pct if m["pct"] else _num
+                    cells.append(f"{m['key']}={f(c['mean'])} [{f(c['low'])}, {f(c['high'])}]")
+            n = f"n={d['counted']}" if d["counted"] != "" else ""
+            print(f"{'[' + pname + ']':10s} {ds:26s} {n:6s} {'  '.join(cells) or '-'}")
 
 
 def _pct(v) -> str:

@@ -20,7 +20,14 @@ Then point training or evaluation at it:
 
 The reference backend answers only medrl's own judge prompts (it reads their delimited
 blocks); the LM backend answers any chat request with greedy decoding, one at a time, on CPU.
-For a strong judge, serve one with vLLM (`vllm serve Qwen/Qwen3-4B-Instruct-2507`) instead.
+Both read text only (a request with an image part gets 400). For a strong judge, serve one
+with vLLM (`vllm serve Qwen/Qwen3-4B-Instruct-2507`) instead.
+
+Hardening: judging runs in --workers threads, so /health always answers; bodies over
+--max-body-mb get 413; malformed or too deeply nested JSON gets 400; a model name other than
+the served one gets 404; more than --max-pending requests at once get 503 (clients retry);
+--api-key-env NAME requires `Authorization: Bearer $NAME` on /v1 (401 otherwise). With
+--port 0 the port actually bound is printed. /docs is off unless --docs.
 """
 
 
@@ -37,19 +44,55 @@ def add_arguments(p) -> None:
     p.add_argument("--latency-ms", type=float, default=0.0, help="extra delay per request in ms (default 0)")
     p.add_argument("--no-embeddings", action="store_true",
                    help="reference backend: skip the MiniLM cosine test in answer correctness")
+    p.add_argument("--workers", type=int, default=4, help="judging threads (default 4)")
+    p.add_argument("--max-body-mb", type=float, default=4.0,
+                   help="largest request body in MB; bigger requests get 413 (default 4)")
+    p.add_argument("--max-pending", type=int, default=256,
+                   help="requests accepted at once; more get 503 with Retry-After (default 256)")
+    p.add_argument("--api-key-env", default=None, metavar="NAME",
+                   help="require 'Authorization: Bearer <key>' with the key read from environment variable NAME")
+    p.add_argument("--docs", action="store_true", help="serve the interactive API docs at /docs (off by default)")
 
 
 def run(args) -> int:
+    import os
+    import socket
+    import sys
+
     import uvicorn
 
     from medrl.judges.server import LMBackend, ReferenceBackend, create_app
 
+    api_key = None
+    if args.api_key_env:
+        api_key = os.environ.get(args.api_key_env, "")
+        if not api_key:
+            print(f"medrl serve-judge: --api-key-env {args.api_key_env}: that environment variable is empty or unset",
+                  file=sys.stderr)
+            return 2
+    if args.max_body_mb <= 0:
+        print("medrl serve-judge: --max-body-mb must be positive", file=sys.stderr)
+        return 2
     if args.backend == "reference":
         backend = ReferenceBackend(use_embeddings=not args.no_embeddings)
     else:
         backend = LMBackend(args.model, max_new_tokens=args.max_new_tokens)
-    app = create_app(backend, model_name=args.served_name, latency=max(0.0, args.latency_ms) / 1000.0)
+    app = create_app(backend, model_name=args.served_name, latency=max(0.0, args.latency_ms) / 1000.0,
+                     workers=args.workers, max_body_bytes=int(args.max_body_mb * 1024 * 1024),
+                     max_pending=args.max_pending, api_key=api_key, docs=args.docs)
     name = args.served_name or backend.name
-    print(f"medrl judge server: backend={args.backend} model={name} at http://{args.host}:{args.port}/v1", flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((args.host, args.port))
+    except OSError as exc:
+        print(f"medrl serve-judge: cannot bind {args.host}:{args.port} ({exc})", file=sys.stderr)
+        return 2
+    port = sock.getsockname()[1]
+    host = f"[{args.host}]" if family == socket.AF_INET6 else args.host
+    auth = f", bearer key from ${args.api_key_env}" if api_key else ""
+    print(f"medrl judge server: backend={args.backend} model={name} at http://{host}:{port}/v1{auth}", flush=True)
+    config = uvicorn.Config(app, log_level="warning")
+    uvicorn.Server(config).run(sockets=[sock])
     return 0

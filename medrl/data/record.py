@@ -4,6 +4,12 @@ A :class:`VQARecord` is a plain dataclass: loaders fill it from each dataset's o
 ``to_hf_dataset`` turns a list of them into the columns TRL passes to reward functions, and
 curation tools read and write them as JSONL (one JSON object per line, ``to_dict`` format).
 Only the standard library is imported here, so ``import medrl.data`` stays instant.
+
+Text is sanitised at this boundary: every string field of a record (and of its ``extras``) has
+lone surrogates replaced by U+FFFD (:func:`medrl.text.clean_text`), so a bad byte in a data file
+cannot crash a tokenizer, a cache key or a file write later. Non-string answers (VQA-RAD has
+integers) are converted to text and counted; :func:`medrl.data.validate.validate_records` logs
+the count and puts it in ``report["converted_answers"]``.
 """
 
 from __future__ import annotations
@@ -11,9 +17,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
+from collections import Counter
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable
+
+from medrl.jsonl import dumps_line
+from medrl.text import clean_obj, clean_text
 
 
 class DataError(ValueError):
@@ -23,10 +34,28 @@ class DataError(ValueError):
 _YES_NO = {"yes", "no"}
 
 
+_CONVERTED: Counter = Counter()  # non-string answers converted since the last take_converted()
+_CONVERTED_LOCK = threading.Lock()
+
+
+def take_converted() -> Counter:
+    """Non-string answers converted by :func:`normalize_answer_text` since the last call, by
+    type name (the counter is reset)."""
+    with _CONVERTED_LOCK:
+        out = Counter(_CONVERTED)
+        _CONVERTED.clear()
+    return out
+
+
 def normalize_answer_text(answer: Any) -> str:
-    """Answers are strings: ints (VQA-RAD has a few: ``4``, ``12``) and floats become text."""
+    """Answers are strings: ints (VQA-RAD has a few: ``4``, ``12``) and floats become text
+    (counted: see :func:`take_converted`); lone surrogates become U+FFFD."""
     if answer is None:
         return ""
+    if isinstance(answer, str):
+        return clean_text(answer).strip()
+    with _CONVERTED_LOCK:
+        _CONVERTED[type(answer).__name__] += 1
     if isinstance(answer, bool):
         return "yes" if answer else "no"
     if isinstance(answer, float) and answer.is_integer():
@@ -95,6 +124,17 @@ class VQARecord:
     source: str | None = None
     extras: dict = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # the one boundary every loader passes: no lone surrogate gets past a record
+        for name in ("id", "question", "answer", "gold_reasoning", "modality", "organ", "question_type"):
+            v = getattr(self, name)
+            if isinstance(v, str):
+                setattr(self, name, clean_text(v))
+        if self.key_steps:
+            self.key_steps = [clean_text(s) for s in self.key_steps]
+        if self.extras:
+            self.extras = clean_obj(self.extras)
+
     # ----------------------------------------------------------------- derived views
     @property
     def image(self) -> str | None:
@@ -134,6 +174,7 @@ class VQARecord:
         """
         if not isinstance(data, dict):
             raise DataError(f"{where}: expected a JSON object, got {type(data).__name__}")
+        data = clean_obj(data)
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
@@ -193,40 +234,58 @@ def read_jsonl(path: str | os.PathLike, *, skip_invalid: bool = False, report: d
     """Read records written by :func:`write_jsonl`. Relative image paths are resolved against
     the file's folder. A malformed record raises :class:`DataError` naming file and line;
     with ``skip_invalid`` it is skipped and counted in ``report["invalid"]`` (reasons in
-    ``report["errors"]``).
+    ``report["errors"]``, in file order). Lines are split on ``\n`` only (U+2028 and friends
+    inside a value stay part of it). Each record's line number goes to
+    ``report["positions"]`` so later checks report in file order and name lines.
     """
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such JSONL file")
     out: list[VQARecord] = []
+    positions = report.setdefault("positions", {}) if report is not None else {}
     for lineno, obj in _iter_jsonl_tolerant(path, skip_invalid, report):
         try:
-            out.append(VQARecord.from_dict(obj, where=f"{path}:{lineno}", base_dir=path.parent))
+            rec = VQARecord.from_dict(obj, where=f"{path}:{lineno}", base_dir=path.parent)
         except DataError as exc:
             if not skip_invalid:
                 raise
-            _count_invalid(report, str(exc))
+            _count_invalid(report, str(exc), lineno)
+            continue
+        positions.setdefault(rec.id, []).append(lineno)
+        out.append(rec)
     return out
 
 
 def _iter_jsonl_tolerant(path: Path, skip_invalid: bool, report: dict | None):
-    with path.open("r", encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                yield lineno, json.loads(line)
-            except json.JSONDecodeError as exc:
-                msg = f"{path}:{lineno}: not valid JSON ({exc.msg})"
-                if not skip_invalid:
-                    raise DataError(msg) from None
-                _count_invalid(report, msg)
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            yield lineno, json.loads(line)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            msg = f"{path}:{lineno}: not valid JSON ({getattr(exc, 'msg', 'nested too deeply')})"
+            if not skip_invalid:
+                raise DataError(msg) from None
+            _count_invalid(report, msg, lineno)
 
 
-def _count_invalid(report: dict | None, msg: str) -> None:
-    if report is not None:
-        report["invalid"] = report.get("invalid", 0) + 1
-        report.setdefault("errors", []).append(msg)
+def _count_invalid(report: dict | None, msg: str, pos: int | None = None) -> None:
+    """Count a skipped record; ``report["errors"]`` stays in source order (``pos``: line or
+    index), so ``errors[0]`` is the first record skipped."""
+    if report is None:
+        return
+    report["invalid"] = report.get("invalid", 0) + 1
+    errors = report.setdefault("errors", [])
+    order = report.setdefault("_error_order", [])
+    if len(order) != len(errors):  # errors appended by someone else: keep them first
+        order[:] = [-1] * len(errors)
+    key = pos if pos is not None else (order[-1] if order else 0)
+    i = len(order)
+    while i > 0 and order[i - 1] > key:
+        i -= 1
+    order.insert(i, key)
+    errors.insert(i, msg)
 
 
 def write_jsonl(records: Iterable[VQARecord], path: str | os.PathLike) -> Path:
@@ -240,7 +299,7 @@ def write_jsonl(records: Iterable[VQARecord], path: str | os.PathLike) -> Path:
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as fh:
         for r in records:
-            fh.write(json.dumps(r.to_dict(), ensure_ascii=False) + "\n")
+            fh.write(dumps_line(r.to_dict()) + "\n")
     os.replace(tmp, path)
     return path
 

@@ -60,14 +60,12 @@ def _read_trainer_state(path: Path, out: dict) -> None:
 
 
 def _json_lines(path: Path):
-    """``(line number, parsed object)`` for each non-blank line; a bad line names file and line."""
-    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            yield i, json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: line {i} is not valid JSON ({exc})") from None
+    """``(line number, parsed object)`` for each non-blank line; a bad line names file and line
+    (:func:`medrl.jsonl.iter_jsonl`: Unicode line separators inside values are kept, a torn
+    last line of a run still being written is dropped)."""
+    from medrl.jsonl import iter_jsonl
+
+    yield from iter_jsonl(path)
 
 
 def _read_jsonl(path: Path, out: dict) -> None:

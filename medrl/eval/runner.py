@@ -10,7 +10,12 @@ Layout of an eval folder (``--out``)::
 
 Both JSONL files are appended batch by batch and flushed, so an interrupted eval continues where
 it stopped: rerunning the same command skips every record already generated and every output
-already scored (MediX-R1 003_d5d6a0d73a50ab79.txt Sec. 3: generation, evaluation and scoring
+already scored, and asks the judge again for every output it left unscored (an outage, an
+unparseable verdict); the re-scored row is appended and the last row of a key wins
+(``outputs.jsonl`` is compacted when the stage ends). ``config.json`` stores the judge's identity
+(spec, endpoint, model, prompt version, image setting, :func:`medrl.judges.base.judge_identity`):
+resuming with another judge is refused unless ``rescore_unscored`` (then the new judge scores
+only what is still unscored, and ``config.json`` lists both judges). (MediX-R1 003_d5d6a0d73a50ab79.txt Sec. 3: generation, evaluation and scoring
 are separate stages, the full response is persisted per sample). :func:`rescore_run` re-scores
 a folder's saved generations with another judge without regenerating (MRPO
 000_20b05565d28598f4.txt App. B.2, cross-judge evaluation).
@@ -23,19 +28,21 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from medrl.eval.scoring import base_row, score_rows, summarize_scores
+from medrl.eval.scoring import base_row, missing_scores, score_rows, summarize_scores
+from medrl.jsonl import append_jsonl, read_jsonl, write_jsonl
+from medrl.judges.base import judge_identity
+from medrl.text import clean_obj, clean_text
 
 log = logging.getLogger(__name__)
 
 GenerateFn = Callable[[Sequence[Any]], list[str]]
 
 #: config.json keys that must match when an eval folder is resumed.
-_RESUME_KEYS = ("model", "datasets", "generation", "judge", "rubrics", "verify_steps")
+_RESUME_KEYS = ("model", "datasets", "generation", "rubrics", "verify_steps")
 
 
 @dataclass
@@ -53,36 +60,14 @@ class EvalFolderMismatch(ValueError):
 
 # --------------------------------------------------------------------------- JSONL helpers
 def read_rows(path: str | Path, repair: bool = False) -> list[dict]:
-    """Rows of a JSONL file written by this module. A truncated *last* line (a crash mid-write)
-    is dropped (and removed from the file when ``repair``); a bad line elsewhere is an error
-    naming the file and line."""
-    path = Path(path)
-    if not path.exists():
-        return []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    rows = []
-    for i, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            if i == len(lines):
-                log.warning("%s: dropping an incomplete last line (interrupted write)", path)
-                if repair:
-                    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
-                                    encoding="utf-8")
-                break
-            raise ValueError(f"{path}: line {i} is not valid JSON ({exc})") from None
-    return rows
+    """Rows of a JSONL file written by this module (:func:`medrl.jsonl.read_jsonl`: safe for
+    every Unicode line separator; a torn last line is dropped, and cut from the file when
+    ``repair``; a bad line elsewhere is an error naming the file and line)."""
+    return read_jsonl(path, repair=repair)
 
 
 def _append_rows(path: Path, rows: Iterable[dict]) -> None:
-    with path.open("a", encoding="utf-8") as fh:
-        for r in rows:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
+    append_jsonl(path, rows)
 
 
 def _batches(items: list, size: int) -> Iterable[list]:
@@ -97,7 +82,14 @@ def _progress(total: int, desc: str, enabled: bool):
 
 
 # --------------------------------------------------------------------------- config
-def _check_config(out_dir: Path, config: dict, overwrite: bool) -> None:
+def _same_judge(old: Any, new: Any) -> bool:
+    if isinstance(old, str) or old is None or isinstance(new, str) or new is None:  # folders before identities
+        spec = lambda j: j.get("spec") if isinstance(j, dict) else j  # noqa: E731
+        return spec(old) == spec(new)
+    return old == new
+
+
+def _check_config(out_dir: Path, config: dict, overwrite: bool, rescore_unscored: bool = False) -> None:
     path = out_dir / "config.json"
     if path.exists() and not overwrite:
         old = json.loads(path.read_text(encoding="utf-8"))
@@ -109,10 +101,46 @@ def _check_config(out_dir: Path, config: dict, overwrite: bool) -> None:
                 "Use another --out, pass --overwrite to start over, or `medrl eval --rescore` to "
                 "score saved outputs with another judge."
             )
+        if not _same_judge(old.get("judge"), config.get("judge")):
+            if not rescore_unscored:
+                oj, nj = old.get("judge"), config.get("judge")
+                fields = sorted(k for k in set(oj or {}) | set(nj or {})
+                                if (oj or {}).get(k) != (nj or {}).get(k)) if isinstance(oj, dict) and isinstance(nj, dict) else ["spec"]
+                raise EvalFolderMismatch(
+                    f"{out_dir} was scored by another judge (differs in {', '.join(fields)}; saved: {oj}, now: {nj}). "
+                    "Its scores would mix two judges. Use another --out, `medrl eval --rescore "
+                    f"{out_dir} --out NEW` to score every output with this judge, --overwrite to start over, "
+                    "or --rescore-unscored to keep the saved scores and let this judge score only the "
+                    "outputs still unscored (both judges are then listed in config.json)."
+                )
+            history = list(old.get("judges_used") or [old.get("judge")])
+            if config.get("judge") not in history:
+                history.append(config.get("judge"))
+            config["judges_used"] = history
+            log.warning("%s: keeping the scores of judge %s; judge %s scores only the unscored outputs",
+                        out_dir, old.get("judge"), config.get("judge"))
+        elif old.get("judges_used"):
+            config["judges_used"] = old["judges_used"]
     if overwrite:
         for name in ("generations.jsonl", "outputs.jsonl", "metrics.json"):
             (out_dir / name).unlink(missing_ok=True)
     path.write_text(json.dumps(config, indent=2, ensure_ascii=False), encoding="utf-8")
+
+
+def is_unscored(row: dict, rubrics: Sequence[str] = ("binary",), verify_steps: bool = True,
+                protocols: Sequence[str] = ()) -> bool:
+    """Whether a scored row still lacks a judge verdict it should have (an outage, an
+    unparseable reply, a row that failed, a score a newly asked eval protocol needs): resuming
+    asks the judge again for it."""
+    scores = row.get("scores") or {}
+    if any(scores.get(f"judge_{r}", None) is None for r in rubrics):
+        return True
+    if protocols and missing_scores(row, protocols):
+        return True
+    return bool(verify_steps and row.get("steps") and row.get("step_verdicts") is None)
+
+
+_SCORED_FIELDS = ("answer", "prediction", "well_formed", "scores", "judge", "steps", "step_verdicts", "row_error")
 
 
 # --------------------------------------------------------------------------- stages
@@ -139,7 +167,7 @@ def generate_stage(datasets: Sequence[EvalDataset], generate_fn: GenerateFn, out
             outs = generate_fn([rec for _, rec in batch])
             if len(outs) != len(batch):
                 raise ValueError(f"generate_fn returned {len(outs)} outputs for {len(batch)} records")
-            rows = [base_row(rec, ds.name, ds.domain, out if isinstance(out, str) else str(out))
+            rows = [base_row(rec, ds.name, ds.domain, clean_text(out if isinstance(out, str) else str(out)))
                     for (ds, rec), out in zip(batch, outs)]
             _append_rows(path, rows)
             for r in rows:
@@ -150,28 +178,43 @@ def generate_stage(datasets: Sequence[EvalDataset], generate_fn: GenerateFn, out
 
 def score_stage(gen_rows: Sequence[dict], judge: Any, out_dir: Path, *, rubrics: Sequence[str] = ("binary",),
                 verify_steps: bool = True, text_metrics: bool = True, embedding_model: str | None = None,
-                chunk_size: int = 32, concurrency: int = 16, progress: bool = True) -> list[dict]:
+                bertscore_model: str | None = None,
+                chunk_size: int = 32, concurrency: int = 16, progress: bool = True,
+                protocols: Sequence[str] = ()) -> list[dict]:
     """Score what ``outputs.jsonl`` lacks, ``chunk_size`` rows at a time (appended and
     flushed after each chunk). Returns all scored rows in the order of ``gen_rows``."""
     path = out_dir / "outputs.jsonl"
-    done = {r["key"]: r for r in read_rows(path, repair=True)}
+    n_lines = 0
+    done: dict[str, dict] = {}
+    for r in read_rows(path, repair=True):
+        done[r["key"]] = r  # the last row of a key wins (a re-scored row is appended)
+        n_lines += 1
+    retry = [r for r in gen_rows if r["key"] in done and is_unscored(done[r["key"]], rubrics, verify_steps, protocols)]
+    if retry and judge is not None:
+        log.info("asking the judge again for %d output(s) left unscored in %s", len(retry), path)
     todo = [r for r in gen_rows if r["key"] not in done]
+    if judge is not None:
+        todo += [{k: v for k, v in r.items() if k not in _SCORED_FIELDS} for r in retry]
+    todo = [clean_obj(r) for r in todo]  # lone surrogates from an old folder or a model -> U+FFFD
     with _progress(len(todo), "score", progress) as bar:
         for chunk in _batches(todo, chunk_size):
             scored = score_rows(chunk, judge, rubrics=rubrics, verify_steps=verify_steps,
                                 text_metrics=text_metrics, embedding_model=embedding_model,
-                                concurrency=concurrency)
+                                bertscore_model=bertscore_model, concurrency=concurrency, protocols=protocols)
             _append_rows(path, scored)
             for r in scored:
                 done[r["key"]] = r
             bar.update(len(chunk))
+            n_lines += len(scored)
+    if n_lines > len(done):  # drop the superseded rows of re-scored outputs
+        write_jsonl(path, [done[k] for k in done])
     return [done[r["key"]] for r in gen_rows]
 
 
 def finish(out_dir: Path, rows: Sequence[dict], config: dict, judge: Any = None, *,
            n_boot: int = 1000, seed: int = 0) -> dict:
     """Write ``metrics.json`` and the report; returns the metrics."""
-    metrics = summarize_scores(rows, n_boot=n_boot, seed=seed)
+    metrics = summarize_scores(rows, n_boot=n_boot, seed=seed, protocols=config.get("protocols") or ())
     metrics["config"] = config
     stats = getattr(judge, "stats", None)
     if stats is not None and hasattr(stats, "as_dict"):
@@ -186,12 +229,17 @@ def finish(out_dir: Path, rows: Sequence[dict], config: dict, judge: Any = None,
 def run_eval(datasets: Sequence[EvalDataset], generate_fn: GenerateFn, judge: Any, out_dir: str | Path, *,
              model: str = "", generation: dict | None = None, rubrics: Sequence[str] = ("binary",),
              verify_steps: bool = True, text_metrics: bool = True, embedding_model: str | None = None,
+                bertscore_model: str | None = None,
              batch_size: int = 8, chunk_size: int = 32, concurrency: int = 16, n_boot: int = 1000,
-             seed: int = 0, overwrite: bool = False, progress: bool = True) -> dict:
+             seed: int = 0, overwrite: bool = False, progress: bool = True,
+             rescore_unscored: bool = False, protocols: Sequence[str] = ()) -> dict:
     """Generate on every dataset, save every full output, score, summarize and report.
 
     Resumable: rerun with the same arguments after an interruption and only the missing
-    generations and scores are computed. Returns the metrics (also in ``metrics.json``).
+    generations and scores (and the scores left unscored) are computed. A different judge is
+    refused (:class:`EvalFolderMismatch`) unless ``rescore_unscored``. A judge that cannot
+    authenticate raises :class:`medrl.judges.base.JudgeAuthError` at once; what was scored
+    before stays saved. Returns the metrics (also in ``metrics.json``).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -199,23 +247,29 @@ def run_eval(datasets: Sequence[EvalDataset], generate_fn: GenerateFn, judge: An
         "model": model,
         "datasets": [{"name": d.name, "domain": d.domain, "n": len(d.records)} for d in datasets],
         "generation": generation or {},
-        "judge": getattr(judge, "name", None) if judge is not None else None,
+        "judge": judge_identity(judge),
         "rubrics": list(rubrics),
         "verify_steps": bool(verify_steps),
         "text_metrics": bool(text_metrics),
+        "protocols": list(protocols),
     }
-    _check_config(out_dir, config, overwrite)
+    if embedding_model or bertscore_model:  # text-metric encoders other than the offline MiniLM
+        config["encoders"] = {"embedding_model": embedding_model, "bertscore_model": bertscore_model}
+    _check_config(out_dir, config, overwrite, rescore_unscored)
     gen_rows = generate_stage(datasets, generate_fn, out_dir, batch_size=batch_size, progress=progress)
     rows = score_stage(gen_rows, judge, out_dir, rubrics=rubrics, verify_steps=verify_steps,
                        text_metrics=text_metrics, embedding_model=embedding_model, chunk_size=chunk_size,
-                       concurrency=concurrency, progress=progress)
+                       bertscore_model=bertscore_model, concurrency=concurrency, progress=progress,
+                       protocols=protocols)
     return finish(out_dir, rows, config, judge, n_boot=n_boot, seed=seed)
 
 
 def rescore_run(src_dir: str | Path, judge: Any, out_dir: str | Path, *, rubrics: Sequence[str] = ("binary",),
                 verify_steps: bool = True, text_metrics: bool = True, embedding_model: str | None = None,
+                bertscore_model: str | None = None,
                 chunk_size: int = 32, concurrency: int = 16, n_boot: int = 1000, seed: int = 0,
-                overwrite: bool = False, progress: bool = True) -> dict:
+                overwrite: bool = False, progress: bool = True, rescore_unscored: bool = False,
+                protocols: Sequence[str] = ()) -> dict:
     """Score the saved generations of ``src_dir`` with another judge into ``out_dir`` (no
     generation; MRPO App. B.2 cross-judge evaluation). Resumable like :func:`run_eval`."""
     src_dir, out_dir = Path(src_dir), Path(out_dir)
@@ -231,24 +285,25 @@ def rescore_run(src_dir: str | Path, judge: Any, out_dir: str | Path, *, rubrics
         log.warning("%s holds %d of %d generations (its eval did not finish); scoring those",
                     src_dir, len(gen_rows), expected)
     out_dir.mkdir(parents=True, exist_ok=True)
-    config = {**src_cfg, "judge": getattr(judge, "name", None), "rubrics": list(rubrics),
+    config = {**src_cfg, "judge": judge_identity(judge), "rubrics": list(rubrics),
               "verify_steps": bool(verify_steps), "text_metrics": bool(text_metrics),
-              "rescored_from": str(src_dir)}
-    _check_config(out_dir, config, overwrite)
-    (out_dir / "generations.jsonl").write_text(
-        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in gen_rows), encoding="utf-8")
+              "rescored_from": str(src_dir), "protocols": list(protocols)}
+    config.pop("judges_used", None)
+    _check_config(out_dir, config, overwrite, rescore_unscored)
+    write_jsonl(out_dir / "generations.jsonl", gen_rows)
     rows = score_stage(gen_rows, judge, out_dir, rubrics=rubrics, verify_steps=verify_steps,
                        text_metrics=text_metrics, embedding_model=embedding_model, chunk_size=chunk_size,
-                       concurrency=concurrency, progress=progress)
+                       bertscore_model=bertscore_model, concurrency=concurrency, progress=progress,
+                       protocols=protocols)
     return finish(out_dir, rows, config, judge, n_boot=n_boot, seed=seed)
 
 
 def load_run(run_dir: str | Path) -> list[dict]:
-    """The scored rows of an eval folder (``outputs.jsonl``), with a clear error otherwise."""
-    path = Path(run_dir) / "outputs.jsonl"
-    if not path.exists():
-        raise FileNotFoundError(f"{path} not found: is {run_dir} a finished `medrl eval` folder?")
-    return read_rows(path)
+    """The scored rows of an eval folder (``outputs.jsonl``), with a clear error otherwise
+    (:func:`medrl.eval.scoring.load_run`)."""
+    from medrl.eval.scoring import load_run as _load
+
+    return _load(run_dir)
 
 
 # --------------------------------------------------------------------------- generation

@@ -15,7 +15,10 @@ judge keeps. Use :func:`run_sync` to call a judge from synchronous code.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import sys
 import threading
+from pathlib import Path
 from dataclasses import asdict, dataclass
 from typing import Any, Awaitable, Iterable, Protocol, Sequence, TypeVar, runtime_checkable
 
@@ -28,6 +31,52 @@ T = TypeVar("T")
 JUDGES = Registry("judge", modules=["medrl.judges.reference", "medrl.judges.openai_judge"])
 
 RUBRICS = ("binary", "report")
+
+
+class JudgeAuthError(RuntimeError):
+    """HTTP 401/403 from a judge endpoint: the run stops at once (every later request would fail
+    the same way). The message names the key's environment variable, never the key."""
+
+
+def source_version(module: Any) -> str:
+    """A short digest of ``module``'s source file: changes whenever its prompts or rules change
+    (stored as the judge's ``prompt_version`` in eval folders)."""
+    try:
+        data = Path(module.__file__).read_bytes()
+    except (OSError, AttributeError, TypeError):
+        return "unknown"
+    return hashlib.sha256(data).hexdigest()[:12]
+
+
+def judge_identity(judge: Any) -> dict | None:
+    """What decides a judge's verdicts (spec, endpoint, model, prompt version, image setting),
+    as stored in an eval folder's ``config.json``; ``None`` for no judge."""
+    if judge is None:
+        return None
+    ident = getattr(judge, "identity", None)
+    if callable(ident):
+        return dict(ident())
+    return {"spec": getattr(judge, "name", type(judge).__name__), "endpoint": None, "model": None,
+            "prompt_version": source_version(sys.modules.get(type(judge).__module__)),
+            "images": bool(getattr(judge, "images", False))}
+
+
+def require_image_support(judge: Any, *, probe: bool = True) -> None:
+    """Fail at start, not per call, when a run asks for judge images the judge cannot take.
+
+    Raises ``ValueError`` when ``judge`` does not send images (the reference judge reads text
+    only, by design; an OpenAI judge built without ``images=True``); with ``probe`` an OpenAI
+    judge sends one tiny image request and a refusal by the endpoint is raised here.
+    """
+    if not getattr(judge, "supports_images", False):
+        raise ValueError(
+            f"judge {getattr(judge, 'name', judge)!r} cannot take images (it reads text only); "
+            "judge images need an 'openai:<model>' judge on a vision-language endpoint, or turn them off")
+    if not getattr(judge, "images", False):
+        raise ValueError(f"judge {getattr(judge, 'name', judge)!r} was built without images=True but the run "
+                         "asks for judge images; build it with images=True")
+    if probe and hasattr(judge, "check_images"):
+        judge.check_images()
 
 
 @dataclass
@@ -52,11 +101,18 @@ class Judge(Protocol):
 
     name: str
     stats: JudgeStats
+    #: whether this judge sends item images with answer, grade and step requests
+    images: bool
 
     async def answer_correct(
         self, question: str, reference: str, prediction: str, *, image: Any = None
     ) -> Verdict:
-        """Is ``prediction`` a correct answer to ``question`` given the reference? value: bool."""
+        """Is ``prediction`` a correct answer to ``question`` given the reference? value: bool.
+
+        ``image`` (also on :meth:`verify_steps` and :meth:`grade`) is this item's image: a PIL
+        image, a path, bytes, an HF image dict, a data:/http(s) URL, or a list of those. A judge
+        with ``images`` on sends it (downscaled JPEG, MRPO App. H.1-H.2); otherwise it is ignored.
+        """
 
     async def verify_steps(
         self,
@@ -78,7 +134,7 @@ class Judge(Protocol):
         """Does the reasoning lead to the answer, and does the answer match its conclusion? value: bool."""
 
     async def grade(
-        self, question: str, reference: str, prediction: str, *, rubric: str = "binary"
+        self, question: str, reference: str, prediction: str, *, rubric: str = "binary", image: Any = None
     ) -> Verdict:
         """Evaluation score (MediX-R1 Sec. 3). value: 0.0/1.0 for "binary", 0-5 for "report".
 
@@ -120,7 +176,12 @@ async def gather_bounded(awaitables: Iterable[Awaitable[T]], limit: int) -> list
     sem = asyncio.Semaphore(max(1, limit))
 
     async def one(aw: Awaitable[T]) -> T:
-        async with sem:
-            return await aw
+        try:
+            async with sem:
+                return await aw
+        except asyncio.CancelledError:  # another awaitable failed: don't leave this one un-awaited
+            if asyncio.iscoroutine(aw):
+                aw.close()
+            raise
 
     return await asyncio.gather(*(one(a) for a in awaitables))

@@ -1,30 +1,48 @@
 """A persistent judge cache in SQLite: the same question to the same model costs nothing twice.
 
-The key is the SHA-256 of the model name, the full messages (images included, as sent) and the
-sampling parameters. The value is the judge's raw reply text, stored only after it parsed, so
-a malformed reply is never frozen into the cache and a parser change re-reads old replies.
+The key is the SHA-256 of the model name, the full messages (each inline image by its digest,
+so the key separates images and image vs no image) and the sampling parameters. The value is the
+judge's raw reply text (secrets masked), stored only after it parsed, so a malformed reply is
+never frozen into the cache and a parser change re-reads old replies.
 
 Access is short synchronous statements under a lock (safe from threads and from coroutines on
 any event loop); WAL mode lets several training processes share one file.
+
+Damage never stops a run: the file is checked at open (``PRAGMA quick_check``); a damaged file
+(and its -wal/-shm companions) is moved aside to ``<name>.corrupt-<time>`` with a warning naming
+both paths, and a fresh cache is started in its place. A read or write that fails later (the file
+damaged while in use, a full disk) is a cache miss or a skipped write, with one warning; after
+repeated failures the file is moved aside the same way.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import os
 import sqlite3
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from medrl.text import clean_obj
+
+log = logging.getLogger("medrl.judges")
+
+_SCHEMA = ("CREATE TABLE IF NOT EXISTS judge_cache (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
+           "reply TEXT NOT NULL, created REAL NOT NULL)")
+#: errors on one statement before the cache file is moved aside and started again
+_MAX_ERRORS = 3
+
 
 def cache_key(model: str, messages: list[dict], params: dict[str, Any]) -> str:
     payload = json.dumps(
-        {"model": model, "messages": messages, "params": params},
+        clean_obj({"model": model, "messages": messages, "params": params}),
         sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str,
     )
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    return hashlib.sha256(payload.encode("utf-8", errors="replace")).hexdigest()
 
 
 class JudgeCache:
@@ -33,38 +51,112 @@ class JudgeCache:
 
     def __init__(self, path: str | Path = ":memory:"):
         self.path = str(path)
+        self.moved_aside: list[str] = []
+        self._errors = 0
+        self._lock = threading.Lock()
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
         try:
-            self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0)
-            if self.path != ":memory:":
-                self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS judge_cache (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
-                "reply TEXT NOT NULL, created REAL NOT NULL)"
-            )
-            self._db.commit()
+            self._db = self._open(check=True)
+        except sqlite3.DatabaseError as exc:
+            self._move_aside(exc)
+            self._db = self._open(check=False)
+
+    # ------------------------------------------------------------------ opening
+    def _open(self, check: bool) -> sqlite3.Connection:
+        try:
+            db = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0)
         except sqlite3.Error as exc:
             raise RuntimeError(f"judge cache {self.path}: cannot open SQLite database ({exc})") from exc
+        try:
+            if self.path != ":memory:":
+                db.execute("PRAGMA journal_mode=WAL")
+            if check:
+                row = db.execute("PRAGMA quick_check").fetchone()
+                if row is None or row[0] != "ok":
+                    raise sqlite3.DatabaseError(f"integrity check failed: {row[0] if row else 'no result'}")
+            db.execute(_SCHEMA)
+            db.commit()
+        except sqlite3.DatabaseError:
+            db.close()
+            raise
+        return db
 
+    def _move_aside(self, exc: BaseException) -> None:
+        """Rename the damaged file (and its WAL/SHM files) so a fresh cache can start."""
+        if self.path == ":memory:":
+            raise RuntimeError(f"in-memory judge cache failed: {exc}") from exc
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        dest = f"{self.path}.corrupt-{stamp}"
+        n = 1
+        while os.path.exists(dest):
+            n += 1
+            dest = f"{self.path}.corrupt-{stamp}-{n}"
+        for suffix in ("", "-wal", "-shm"):
+            src = self.path + suffix
+            if os.path.exists(src):
+                os.replace(src, dest + suffix)
+        self.moved_aside.append(dest)
+        why = " ".join(str(exc).split())[:200]
+        log.warning("judge cache %s is damaged (%s); moved it aside to %s and started an empty cache "
+                    "(earlier replies will be asked again)", self.path, why, dest)
+
+    def _failed(self, what: str, exc: sqlite3.Error) -> None:
+        """A statement failed: warn once; after repeated failures start a fresh file. Holds the lock."""
+        self._errors += 1
+        if self._errors == 1:
+            log.warning("judge cache %s: %s failed (%s); continuing without it for this request", self.path, what, exc)
+        if self._errors >= _MAX_ERRORS and self.path != ":memory:":
+            try:
+                self._db.close()
+            except sqlite3.Error:
+                pass
+            try:
+                self._move_aside(exc)
+                self._db = self._open(check=False)
+                self._errors = 0
+            except (OSError, RuntimeError, sqlite3.Error) as exc2:
+                log.warning("judge cache %s: could not start a fresh cache (%s); running without a cache",
+                            self.path, exc2)
+                self._db = sqlite3.connect(":memory:", check_same_thread=False)
+                self._db.execute(_SCHEMA)
+
+    # ------------------------------------------------------------------ access
     def get(self, key: str) -> str | None:
         with self._lock:
-            row = self._db.execute("SELECT reply FROM judge_cache WHERE key = ?", (key,)).fetchone()
+            try:
+                row = self._db.execute("SELECT reply FROM judge_cache WHERE key = ?", (key,)).fetchone()
+            except sqlite3.Error as exc:
+                self._failed("read", exc)
+                return None
         return row[0] if row else None
 
     def put(self, key: str, model: str, reply: str) -> None:
         with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO judge_cache (key, model, reply, created) VALUES (?, ?, ?, ?)",
-                (key, model, reply, time.time()),
-            )
-            self._db.commit()
+            try:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO judge_cache (key, model, reply, created) VALUES (?, ?, ?, ?)",
+                    (key, model, reply, time.time()),
+                )
+                self._db.commit()
+            except sqlite3.Error as exc:
+                try:
+                    self._db.rollback()
+                except sqlite3.Error:
+                    pass
+                self._failed("write", exc)
 
     def __len__(self) -> int:
         with self._lock:
-            return self._db.execute("SELECT COUNT(*) FROM judge_cache").fetchone()[0]
+            try:
+                return self._db.execute("SELECT COUNT(*) FROM judge_cache").fetchone()[0]
+            except sqlite3.Error as exc:
+                self._failed("count", exc)
+                return 0
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
+            try:
+                self._db.close()
+            except sqlite3.Error:
+                pass

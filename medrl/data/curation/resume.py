@@ -7,11 +7,11 @@ by an interruption (no final newline) is dropped when the log is reopened.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 from medrl.data.record import DataError
+from medrl.jsonl import append_jsonl, iter_jsonl
 
 
 class ResultLog:
@@ -26,17 +26,15 @@ class ResultLog:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.path.exists():
             self._repair_tail()
-            with self.path.open("r", encoding="utf-8") as fh:
-                for lineno, line in enumerate(fh, 1):
-                    if not line.strip():
-                        continue
-                    try:
-                        row = json.loads(line)
-                    except json.JSONDecodeError:
-                        raise DataError(f"{self.path}:{lineno}: corrupt result line; fix or delete it to resume") from None
+            try:
+                for lineno, row in iter_jsonl(self.path, repair=True):
                     if not isinstance(row, dict) or key not in row:
                         raise DataError(f"{self.path}:{lineno}: result line without {key!r}")
                     self.done[str(row[key])] = row
+            except DataError:
+                raise
+            except ValueError as exc:
+                raise DataError(f"corrupt result line ({exc}); fix or delete it to resume") from None
 
     def _repair_tail(self) -> None:
         data = self.path.read_bytes()
@@ -53,9 +51,7 @@ class ResultLog:
         self.done[k] = row
         if self.path is None:
             return
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-            fh.flush()
+        append_jsonl(self.path, [row], fsync=False)
 
 
 def progress(total: int, initial: int, desc: str, enabled: bool = True):
