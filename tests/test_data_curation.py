@@ -36,7 +36,7 @@ class FakeJudge:
 
     async def answer_correct(self, question, reference, prediction, *, image=None):
         self.calls.append(("answer_correct", prediction))
-        if prediction == "???":
+        if prediction in ("???", "outage"):
             return Verdict.unscored("judge could not parse")
         return Verdict.ok(prediction.strip().lower() == reference.strip().lower())
 
@@ -85,8 +85,9 @@ def test_capo_keeps_mixed_difficulty_and_resumes(tmp_path):
     capo = kept[0].extras["capo"]
     assert (capo["correct"], capo["wrong"], capo["pass_rate"], capo["difficulty"]) == (3, 7, 0.3, 3)
     assert kept[1].extras["capo"]["difficulty"] == 1  # 8/10 >= 2/3
-    assert sum(c[0] == "answer_correct" for c in judge.calls) == 40  # 4 records x 10 samples
-    # the judge saw the parsed <answer>, not the whole rollout
+    # the training decision: exact matches are settled without the judge; the 0 + 10 + 7 + 2
+    # wrong samples of the four records each cost one request, on the parsed <answer>
+    assert sum(c[0] == "answer_correct" for c in judge.calls) == 19
     assert ("answer_correct", "wrong") in judge.calls
 
 
@@ -95,7 +96,9 @@ def test_capo_unscored_never_counts_and_callable_check():
 
     def sample(record, n, temperature):
         assert (n, temperature) == (4, 0.9)
-        return ["<answer>mass</answer>"] * 2 + ["<answer>???</answer>"] * 2 if record.id == "u" else ["mass", "x", "???", "x"]
+        if record.id == "u":
+            return ["<answer>mass</answer>"] * 2 + ["<answer>outage</answer>"] * 2
+        return [f"<answer>{a}</answer>" for a in ("mass", "liver", "outage", "liver")]
 
     kept, summary = mixed_difficulty_filter(recs, sample, FakeJudge(), n=4, show_progress=False)
     # "u": 2 correct, 0 wrong, 2 unscored -> undecided, not kept
@@ -103,7 +106,7 @@ def test_capo_unscored_never_counts_and_callable_check():
     assert kept[0].extras["capo"]["pass_rate"] == pytest.approx(1 / 3)
 
     def check(record, response):
-        return None if response == "???" else response == record.answer
+        return None if "outage" in response else f">{record.answer}<" in response
 
     kept2, _ = mixed_difficulty_filter(recs, sample, check, n=4, show_progress=False)
     assert [r.id for r in kept2] == ["v"]
@@ -250,9 +253,12 @@ def test_extract_key_steps_with_forms_and_evidence_fallback(tmp_path):
             R("n", q="none?", a="Cyst", modality="MRI", modality_tag="MRI_SCAN", organ="Abdomen")]
     log = tmp_path / "ks.jsonl"
     out, counts = extract_key_steps(recs, judge, results_path=log, show_progress=False)
-    assert counts == {"judged": 1, "from_evidence": 1, "unscored": 1, "skipped": 0, "resumed": 0}
+    assert counts == {"judged": 1, "from_evidence": 1, "unscored": 1, "skipped": 0, "resumed": 0,
+                      "steps_not_in_reasoning": 0}
     assert out[0].key_steps == ["CT scan", "left kidney"]
-    assert out[0].extras["key_step_forms"][0] == ["CT scan", "computed tomography scan"]  # case-only variants are not repeated
+    forms = out[0].extras["key_step_forms"][0]
+    assert forms[0] == "CT scan" and "computed tomography" in forms  # lexicon synonyms (medrl.clinical)
+    assert "ct scan" not in forms  # case-only variants are not repeated
     assert out[1].key_steps is None and out[1].extras["key_steps_source"] == "unscored"
     assert out[2].key_steps == ["MRI", "Abdomen", "Cyst"] and out[2].extras["key_steps_source"] == "evidence"
     assert [c[1] for c in judge.calls] == ["gold?", "fail?"]  # no judge call without gold reasoning
@@ -261,7 +267,7 @@ def test_extract_key_steps_with_forms_and_evidence_fallback(tmp_path):
 
 
 def test_equivalent_forms():
-    assert equivalent_forms("X-Ray") == ["X-Ray", "x ray", "xray"]
+    assert equivalent_forms("X-Ray")[:3] == ["X-Ray", "x ray", "xray"]
     assert "ct of the chest" in equivalent_forms("computed tomography of the chest")
     assert "two kidneys" in equivalent_forms("2 kidneys") and "2 kidneys" in equivalent_forms("two kidneys")
 

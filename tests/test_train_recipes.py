@@ -10,7 +10,7 @@ import pytest
 from medrl.train import recipes
 from medrl.train.recipes import RecipeError, build_grpo_config, build_reward_funcs, load_recipe
 
-ALL_RECIPES = ["armed", "capo", "dapo", "dr_grpo", "gdpo", "grpo", "gspo", "medix_r1", "mrpo", "sft", "stepgrpo"]
+ALL_RECIPES = ["armed", "armed_ablation_nosemantic", "armed_ablation_raw", "capo", "dapo", "dr_grpo", "gdpo", "grpo", "gspo", "medix_r1", "mrpo", "sft", "stepgrpo"]
 
 
 def test_every_recipe_ships_and_loads_with_and_without_cpu_profile():

@@ -10,6 +10,13 @@ By default the question is asked open-ended, without the options, and the answer
 of the correct option (MRPO 000_20b05565d28598f4.txt App. C.1 evaluates PMC-VQA "in an
 open-ended setting"). ``with_choices=True`` appends the options to the question; such records
 are multiple-choice (``open_ended`` False, ``extras["choices_in_prompt"]`` True).
+
+Modality tags (MediX-R1's modality reward needs one; the CSVs carry none): an explicit
+``modality_tag`` (or ``Modality``) column wins when it names a known tag/modality; otherwise the
+documented keyword heuristic :func:`medrl.modality.infer_modality_tag` reads the question, the
+``Caption`` column and the figure file name. ``extras["modality_tag_source"]`` records which
+(``column``, ``heuristic:question``, ``heuristic:caption``, ``heuristic:file``); records it
+cannot tag keep ``modality_tag`` None (the modality reward then scores them 0, never excluded).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import re
 from pathlib import Path
 
 from medrl.data.record import DataError, VQARecord, is_open_ended_answer, normalize_answer_text
+from medrl.modality import infer_modality_tag, modality_to_tag
 
 SPLIT_FILES = {"train": ("train.csv", "train_2.csv"), "test": ("test_clean.csv", "test.csv", "test_2.csv")}
 IMAGE_DIRS = ("images", "figures", "images_2")
@@ -59,6 +67,16 @@ def _choices(row: dict) -> list[str]:
     return [_strip_label(str(x).strip().strip("'\""))[1] for x in items if str(x).strip()]
 
 
+def _modality(row: dict, question: str, figure: str) -> tuple[str | None, str | None, str | None]:
+    """(raw modality name, tag, tag source) of one CSV row (see the module docstring)."""
+    raw = next((str(row[c]).strip() for c in ("modality_tag", "Modality", "modality") if row.get(c)), None)
+    tag = modality_to_tag(raw)
+    if tag:
+        return raw, tag, "column"
+    tag, source = infer_modality_tag(question, row.get("Caption") or row.get("caption"), [figure])
+    return raw, tag, source
+
+
 def load_pmc_vqa(data_dir: Path, split: str | None = None, *, with_choices: bool = False, csv_file: str | None = None) -> list[VQARecord]:
     root = find_root(Path(data_dir)).resolve()
     img_dir = next((root / d for d in IMAGE_DIRS if (root / d).is_dir()), root / "images")
@@ -92,6 +110,7 @@ def load_pmc_vqa(data_dir: Path, split: str | None = None, *, with_choices: bool
                 if choices and label and len(answer) <= 1 and "A" <= label <= "D" and ord(label) - 65 < len(choices):
                     answer = choices[ord(label) - 65]  # the Answer column held only the letter
                 question = str(row["Question"]).strip()
+                raw_mod, tag, tag_source = _modality(row, question, str(row["Figure_path"]))
                 if with_choices and choices:
                     question += "\n" + "\n".join(f"{chr(65 + k)}: {c}" for k, c in enumerate(choices))
                 out.append(VQARecord(
@@ -103,8 +122,11 @@ def load_pmc_vqa(data_dir: Path, split: str | None = None, *, with_choices: bool
                     open_ended=is_open_ended_answer(answer, multiple_choice=with_choices and bool(choices)),
                     split=s,
                     source="pmc_vqa",
+                    modality=raw_mod,
+                    modality_tag=tag,
                     extras={"lang": "en", "figure_path": row["Figure_path"], "choices": choices,
                             "answer_label": label, "choices_in_prompt": bool(with_choices and choices),
-                            **({"caption": row["Caption"]} if row.get("Caption") else {})},
+                            **({"caption": row["Caption"]} if row.get("Caption") else {}),
+                            **({"modality_tag_source": tag_source} if tag else {})},
                 ))
     return out

@@ -6,15 +6,22 @@ else 0. The text before ``<think>`` must be the tag alone: surrounding angle/squ
 whitespace are ignored, anything else ("Modality: CT_SCAN") fails, as in the paper's code.
 The record's tag comes from the ``modality_tag`` column, normalised with
 :func:`medrl.modality.modality_to_tag`; when that column is empty the raw ``modality`` column is
-mapped instead. A record with no known tag is unscorable (``None``).
+mapped instead, and then the keyword heuristic :func:`medrl.modality.infer_modality_tag` runs on
+the ``question`` column (loaders such as PMC-VQA already apply it with the caption and file
+names). A record still without a tag scores 0.0 for every rollout - the term then adds nothing
+to the group's advantages - and is counted (``counts`` attribute, a log line, and
+``modality/untagged_frac`` in the training metrics): a missing tag never excludes a rollout.
 """
 
 from __future__ import annotations
 
-from medrl.modality import MODALITY_TAGS, modality_to_tag
+import logging
+
+from medrl.modality import MODALITY_TAGS, infer_modality_tag, modality_to_tag
 from medrl.rewards import REWARDS
 from medrl.rewards.base import Reward, column, parse_all
 
+log = logging.getLogger(__name__)
 _TAGS = {t.upper() for t in MODALITY_TAGS}
 
 
@@ -34,18 +41,42 @@ def modality_reward(prefix: str | None, reference_tag: str) -> float:
     return 1.0 if predicted_tag(prefix) == ref else 0.0
 
 
-def modality_batch(completions, columns, *, reward="modality") -> list[float | None]:
+def reference_tag(tag, modality, question) -> str | None:
+    """The record's tag: ``modality_tag`` column, else ``modality`` name, else the heuristic."""
+    return modality_to_tag(tag) or modality_to_tag(modality) or infer_modality_tag(question)[0]
+
+
+def modality_batch(completions, columns, *, reward="modality", counts=None) -> list[float]:
     n = len(completions)
     tags = column(columns, "modality_tag", n, reward=reward)
     raw = column(columns, "modality", n, reward=reward)
-    out: list[float | None] = []
-    for p, tag, mod in zip(parse_all(completions), tags, raw):
-        ref = modality_to_tag(tag) or modality_to_tag(mod)
-        out.append(None if ref is None else modality_reward(p.modality, ref))
+    questions = column(columns, "question", n, reward=reward)
+    out: list[float] = []
+    untagged = 0
+    for p, tag, mod, q in zip(parse_all(completions), tags, raw, questions):
+        ref = reference_tag(tag, mod, q)
+        if ref is None:
+            untagged += 1
+            out.append(0.0)
+        else:
+            out.append(modality_reward(p.modality, ref))
+    log_metric = columns.get("log_metric")
+    if callable(log_metric) and n:  # TRL's reward-function logging hook (TensorBoard/metrics.jsonl)
+        log_metric("modality/untagged_frac", untagged / n)
+    if counts is not None:
+        counts["rollouts"] += n
+        counts["untagged"] += untagged
+        if untagged:
+            log.info("modality: %d of %d rollouts have no modality tag -> 0.0 (%d of %d so far)",
+                     untagged, n, counts["untagged"], counts["rollouts"])
     return out
 
 
 @REWARDS.register("modality")
 def make_modality() -> Reward:
-    """Factory for the modality reward (no options); ``None`` for rows without a tag."""
-    return Reward("modality", modality_batch)
+    """Factory for the modality reward (no options). Rows without a tag (column, dataset name or
+    keyword heuristic) score 0.0 and are counted in ``fn.counts["untagged"]``; never ``None``."""
+    counts = {"rollouts": 0, "untagged": 0}
+    fn = Reward("modality", modality_batch, counts=counts)
+    fn.counts = counts
+    return fn

@@ -1,9 +1,10 @@
 """Semantic similarity of the parsed answer with the reference: BERTScore F1 and embedding cosine.
 
 Used by MRPO Eq. 2 (000_20b05565d28598f4.txt; BiomedBERT there), ARMed Eq. 4/13 and HSS Eq. 15
-(001_46ab1c0cc2c66f17.txt; PubMedBERT for BERTScore, BioBERT-STS for cosine). The default model
-here is the offline all-MiniLM-L6-v2 (:func:`medrl.embeddings.resolve_model`); any local folder
-or hub id can be passed as ``model``.
+(001_46ab1c0cc2c66f17.txt; PubMedBERT for BERTScore, BioBERT-STS for cosine). The recipes name
+those models (:data:`medrl.embeddings.PAPER_ENCODERS`); the default here, and the offline/CPU
+substitute, is the offline all-MiniLM-L6-v2 (:func:`medrl.embeddings.resolve_model`); any local
+folder or hub id can be passed as ``model``.
 
 - BERTScore: ``bert_score.BERTScorer(model_type=<path>, num_layers=...)`` F1, no IDF. Layers:
   ``num_layers`` if given, bert-score's own table for the hub ids it knows, else the model's
@@ -40,11 +41,11 @@ def _num_layers_of(model_path: str) -> int | None:
 def load_bertscorer(model: str | None = None, num_layers: int | None = None,
                     baseline_path: str | None = None):
     """A cached ``bert_score.BERTScorer`` for ``model`` (default: offline MiniLM, 6 layers)."""
-    from bert_score import BERTScorer
-
     from medrl.embeddings import resolve_model
 
-    path = resolve_model(model)
+    path = resolve_model(model)  # first: an offline miss fails before the slow import
+    from bert_score import BERTScorer
+
     if num_layers is None:
         num_layers = _num_layers_of(path)
     return BERTScorer(

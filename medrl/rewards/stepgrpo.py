@@ -10,21 +10,34 @@ reasoning by soft matching:
 StepRVR, Eq. 3: r_val = 1 if the reasoning is complete (delta_c) and logical (delta_l), else 0.
 The reward is r = r_auc + r_val (two TRL rewards with weight 1: ``steprar`` and ``steprvr``).
 
-Key steps come in the ``key_steps`` column: a list whose items are either a string or a list
-of equivalent forms of one key step (the paper augments each step into equivalent forms; a step
-matches when any form does). A row whose key steps are missing/empty is unscorable by default
-(``missing_key_steps="none"``); ``"zero"`` scores it with k = 0.
+Key steps come per row in the ``key_step_forms`` column (one list of equivalent forms per key
+step, as :mod:`medrl.data.curation.key_steps` writes them) or, when that is empty, in
+``key_steps``: a list whose items are either a string or a list of equivalent forms of one key
+step (the paper augments each step into equivalent forms; a step matches when any form does).
+A row whose key steps are missing/empty is unscorable by default (``missing_key_steps="none"``);
+``"zero"`` scores it with k = 0.
 
-Soft matching (the paper gives no algorithm; each mode is a project heuristic), all on the
-``<think>`` text after :func:`medrl.rewards.correctness.normalize_answer`:
+Soft matching (the paper names it but gives no algorithm; each mode is a project heuristic),
+all on the ``<think>`` text after :func:`medrl.rewards.correctness.normalize_answer`:
 
-- ``"substring"`` (default): the normalised form occurs in the normalised reasoning as whole
-  words;
-- ``"fuzzy"``: the best difflib ``SequenceMatcher`` ratio between the form and any window of
-  the reasoning with the form's word count (+-1 word) is >= ``match_threshold`` (default 0.85);
+- ``"soft"`` (default): every form is widened with :func:`medrl.clinical.forms.equivalent_forms`
+  (CT <-> computed tomography, x-ray/xray, 2/two) and matched against the reasoning as written
+  and in the shared lexicon's canonical wording (:func:`medrl.clinical.lexicon.canonical_text`:
+  "renal" = "kidney"); a form matches when it occurs as whole
+  words, or - for forms of 5+ characters - when a window of the reasoning with the form's word
+  count matches it word by word: each word equal, or both of 4+ characters with a character
+  similarity >= ``match_threshold`` (default 0.85; rapidfuzz's ``fuzz.ratio`` when installed,
+  else difflib's ``SequenceMatcher``), so spelling slips match and other words ("massive" for
+  "mass") do not. Guards
+  against near-misses: numbers must be equal, a side (left/right/bilateral) named by the form
+  must be the window's, and the form and the window (with up to 3 words before it in the same
+  sentence, cut at "but"/"however"/...) must agree on negation ("no effusion" does not match
+  "pleural effusion" and vice versa). Matching runs per sentence-level step;
+- ``"fuzzy"``: the same without the widening of forms;
+- ``"substring"``: whole-word occurrence of a given form only (with the negation guard);
 - ``"embedding"``: the cosine between the form and its closest reasoning step
   (:func:`medrl.parsing.split_steps`) is >= ``match_threshold`` (default 0.7), with the
-  sentence encoder of :mod:`medrl.embeddings`.
+  sentence encoder of :mod:`medrl.embeddings` (optional; needs an encoder).
 
 Correctness of the answer: :mod:`medrl.rewards.correctness` (a ``correct`` column if given,
 else a normalised-match heuristic; ``rule="rouge1"`` adds ROUGE-1 >= ``threshold``).
@@ -36,13 +49,31 @@ import difflib
 import re
 from typing import Any, Sequence
 
+from medrl.clinical.forms import equivalent_forms
+from medrl.clinical.lexicon import NEGATION_WORDS, canonical_text
 from medrl.parsing import parse_response, split_steps
 from medrl.rewards import REWARDS
 from medrl.rewards.base import Reward, column, parse_all, reference_text, texts_of
 from medrl.rewards.correctness import batch_correct, check_rule, normalize_answer
 
-MATCH_MODES = ("substring", "fuzzy", "embedding")
-DEFAULT_MATCH_THRESHOLD = {"substring": None, "fuzzy": 0.85, "embedding": 0.7}
+MATCH_MODES = ("soft", "fuzzy", "substring", "embedding")
+DEFAULT_MATCH_THRESHOLD = {"soft": 0.85, "fuzzy": 0.85, "substring": None, "embedding": 0.7}
+SIDE_WORDS = frozenset({"left", "right", "bilateral"})
+_NEGATION = NEGATION_WORDS - {"free"}  # "free air", "free fluid" are findings, not negations
+_CONTRAST = frozenset({"but", "however", "although", "though", "whereas", "while"})
+_NEG_CONTEXT = 3  # words before a match that can negate it ("no evidence of X")
+_MIN_FUZZY_CHARS = 5  # shorter forms ("ct", "l") must match exactly
+
+try:  # rapidfuzz is optional: the same Indel-based ratio as difflib, much faster
+    from rapidfuzz.fuzz import ratio as _rf_ratio
+
+    def _similar(form: str, window: str, threshold: float) -> bool:
+        return _rf_ratio(form, window, score_cutoff=threshold * 100) >= threshold * 100
+except ImportError:  # pragma: no cover - depends on the environment
+    def _similar(form: str, window: str, threshold: float) -> bool:
+        sm = difflib.SequenceMatcher(None, form, window, autojunk=False)
+        return (sm.real_quick_ratio() >= threshold and sm.quick_ratio() >= threshold
+                and sm.ratio() >= threshold)
 
 
 def accuracy_reward(answered: bool, correct: bool, k: float, alpha: float = 0.1) -> float:
@@ -58,21 +89,67 @@ def key_step_forms(step: Any) -> list[str]:
     return [f for f in forms if isinstance(f, str) and normalize_answer(f)]
 
 
+def widened_forms(forms: Sequence[str]) -> list[str]:
+    """``forms`` plus :func:`medrl.clinical.forms.equivalent_forms` of each and their canonical
+    lexicon wording, normalised, deduplicated."""
+    out: list[str] = []
+    for f in forms:
+        for g in (*equivalent_forms(f), canonical_text(f)):
+            n = normalize_answer(g)
+            if n and n not in out:
+                out.append(n)
+    return out
+
+
+def _has_digit(w: str) -> bool:
+    return any(c.isdigit() for c in w)
+
+
+def _sides(words: list[str]) -> set[str]:
+    return set(canonical_text(" ".join(words)).split()) & SIDE_WORDS
+
+
+def _guards_ok(form_words: list[str], window: list[str], before: list[str]) -> bool:
+    """Near-miss guards: equal numbers, the form's side kept, negation agreeing."""
+    if {w for w in form_words if _has_digit(w)} != {w for w in window if _has_digit(w)}:
+        return False
+    sides = _sides(form_words)  # "lt"/"sinistral" are "left" in the lexicon's wording
+    if sides and sides != _sides(window):
+        return False
+    for i in range(len(before) - 1, -1, -1):  # a contrast word ends the negation's reach
+        if before[i] in _CONTRAST:
+            before = before[i + 1:]
+            break
+    form_neg = bool(set(form_words) & _NEGATION)
+    win_neg = bool(set(window) & _NEGATION) or (not form_neg and bool(set(before) & _NEGATION))
+    return form_neg == win_neg
+
+
+def _form_matches(form: str, words: list[str], threshold: float | None) -> bool:
+    """Whole-word occurrence (``threshold`` None) or fuzzy window match of one form, guarded."""
+    fw = normalize_answer(form).split()
+    n = len(fw)
+    if not n:
+        return False
+    for i in range(len(words) - n + 1):
+        if words[i:i + n] == fw and _guards_ok(fw, fw, words[max(0, i - _NEG_CONTEXT):i]):
+            return True
+    if threshold is None or len(" ".join(fw)) < _MIN_FUZZY_CHARS:
+        return False
+    for i in range(len(words) - n + 1):
+        window = words[i:i + n]
+        if (all(a == b or (min(len(a), len(b)) >= 4 and _similar(a, b, threshold)) for a, b in zip(fw, window))
+                and _guards_ok(fw, window, words[max(0, i - _NEG_CONTEXT):i])):
+            return True
+    return False
+
+
 def _substring(form: str, reasoning_norm: str) -> bool:
-    return f" {normalize_answer(form)} " in f" {reasoning_norm} "
+    return _form_matches(form, reasoning_norm.split(), None)
 
 
 def _fuzzy(form: str, reasoning_norm: str, threshold: float) -> bool:
-    f = normalize_answer(form)
-    if _substring(form, reasoning_norm):
-        return True
-    words, n = reasoning_norm.split(), len(f.split())
-    for size in {max(1, n - 1), n, n + 1}:
-        for i in range(max(1, len(words) - size + 1)):
-            window = " ".join(words[i:i + size])
-            if difflib.SequenceMatcher(None, f, window).ratio() >= threshold:
-                return True
-    return False
+    return _form_matches(form, reasoning_norm.split(), threshold)
 
 
 def _embedding_matched(forms_per_step: list[list[str]], steps: list[str], threshold: float,
@@ -88,7 +165,7 @@ def _embedding_matched(forms_per_step: list[list[str]], steps: list[str], thresh
     return sum(1 for forms in forms_per_step if max(next(best) for _ in forms) >= threshold)
 
 
-def key_step_ratio(reasoning: str | None, key_steps: Sequence[Any], mode: str = "substring",
+def key_step_ratio(reasoning: str | None, key_steps: Sequence[Any], mode: str = "soft",
                    threshold: float | None = None, model: str | None = None) -> float:
     """k = |v_match| / |v| (StepGRPO Sec. 3.2) for one reasoning text; 0.0 without reasoning.
 
@@ -107,9 +184,15 @@ def key_step_ratio(reasoning: str | None, key_steps: Sequence[Any], mode: str = 
         usable = [f for f in forms_per_step if f]
         matched = _embedding_matched(usable, [s.text for s in split_steps(reasoning)], thr, model)
     else:
-        norm = normalize_answer(reasoning)
-        test = (lambda f: _substring(f, norm)) if mode == "substring" else (lambda f: _fuzzy(f, norm, thr))
-        matched = sum(1 for forms in forms_per_step if any(test(f) for f in forms))
+        # match inside each sentence-level step, so a negation never reaches across sentences
+        texts = [st.text for st in split_steps(reasoning)] or [reasoning]
+        sentences = [normalize_answer(t).split() for t in texts]
+        if mode == "soft":  # also in the lexicon's canonical wording ("renal" = "kidney")
+            forms_per_step = [widened_forms(forms) for forms in forms_per_step]
+            sentences += [normalize_answer(canonical_text(t)).split() for t in texts]
+        sentences = [w for w in sentences if w]
+        matched = sum(1 for forms in forms_per_step
+                      if any(_form_matches(f, words, thr) for f in forms for words in sentences))
     return matched / len(forms_per_step)
 
 
@@ -124,36 +207,83 @@ DESCRIPTION_CUES = re.compile(
 )
 
 
-def validity_parts(text: str, min_reasoning_steps: int = 2, background_window: int = 2) -> dict:
+# Heuristic cues of a step that states the final answer ("The answer is X", "Answer: X").
+ANSWER_CUES = re.compile(
+    r"""\b(?:(?:the|my|final|correct|so|thus|therefore)\s+)*answer\s*(?:is|was|would\s+be|should\s+be
+      |must\s+be|[:=\-])|\b(?:final|most\s+likely)\s+diagnosis\s+is\b|\bin\s+conclusion\b
+      |\bto\s+conclude\b""",
+    re.IGNORECASE | re.VERBOSE,
+)
+
+
+def _substantive_steps(raw: list[str], min_step_words: int) -> list[int]:
+    """Indices of the steps with at least ``min_step_words`` words, repeats (normalised) dropped."""
+    out, seen = [], set()
+    for i, text in enumerate(raw):
+        norm = normalize_answer(text)
+        if len(norm.split()) >= min_step_words and norm not in seen:
+            seen.add(norm)
+            out.append(i)
+    return out
+
+
+def validity_parts(text: str, min_reasoning_steps: int = 2, background_window: int = 2,
+                   min_step_words: int = 3) -> dict:
     """Heuristic StepRVR checks (Eq. 3) on one response; the paper gives no detector.
 
-    - ``background``: index of the first reasoning step (:func:`medrl.parsing.split_steps` of
-      the ``<think>`` text) containing a :data:`DESCRIPTION_CUES` word, or None;
+    Steps are the :func:`medrl.parsing.split_steps` of the ``<think>`` text that have at least
+    ``min_step_words`` words, repeats dropped (padding such as "Blah. Blah." is no step).
+
+    - ``background``: index of the first step containing a :data:`DESCRIPTION_CUES` word (an
+      image/question description) that does not state the answer, or None;
+    - ``answer_early``: index (among all split steps, short ones included) of the first step
+      before the last counted step that states the answer (:data:`ANSWER_CUES`, or the step is
+      the ``<answer>`` text itself), or None;
     - completeness (``complete``): a background step, at least ``min_reasoning_steps`` other
       steps, and a non-empty ``<answer>``;
-    - logic (``logical``): the background step is among the first ``background_window`` steps
-      and at least ``min_reasoning_steps`` steps follow it (background before the solution
-      steps), and the answer block comes after the reasoning with nothing after it (the strict
-      format check), so the answer appears only once the steps are done.
+    - logic (``logical``): the description comes first - the background step is among the first
+      ``background_window`` steps and at least ``min_reasoning_steps`` steps follow it - no step
+      before the last states the answer, and the answer block comes after the reasoning with
+      nothing after it (the strict format check).
     """
     parsed = parse_response(text)
-    steps = [s.text for s in split_steps(parsed.reasoning or "")]
-    background = next((i for i, s in enumerate(steps) if DESCRIPTION_CUES.search(s)), None)
-    answered = bool((parsed.answer or "").strip())
+    raw = [s.text for s in split_steps(parsed.reasoning or "")]
+    keep = _substantive_steps(raw, min_step_words)
+    steps = [raw[i] for i in keep]
+    answer_norm = normalize_answer(parsed.answer)
+
+    def states_answer(step: str) -> bool:
+        return bool(ANSWER_CUES.search(step)) or (bool(answer_norm) and normalize_answer(step) == answer_norm)
+
+    background = next((i for i, s in enumerate(steps) if DESCRIPTION_CUES.search(s) and not states_answer(s)),
+                      None)
+    # any step (short ones too) before the last substantive step that states the answer
+    answer_early = next((i for i in range(keep[-1] if keep else 0) if states_answer(raw[i])), None)
+    answered = bool(answer_norm)
     complete = background is not None and len(steps) - 1 >= min_reasoning_steps and answered
     logical = (background is not None and background < background_window
-               and len(steps) - background - 1 >= min_reasoning_steps and parsed.well_formed)
-    return {"steps": len(steps), "background": background, "answered": answered,
-            "complete": complete, "logical": logical}
+               and len(steps) - background - 1 >= min_reasoning_steps and answer_early is None
+               and parsed.well_formed)
+    return {"steps": len(steps), "background": background, "answer_early": answer_early,
+            "answered": answered, "complete": complete, "logical": logical}
 
 
-def validity_reward(text: str, min_reasoning_steps: int = 2, background_window: int = 2) -> float:
+def validity_reward(text: str, min_reasoning_steps: int = 2, background_window: int = 2,
+                    min_step_words: int = 3) -> float:
     """StepRVR, Eq. 3: 1.0 if the response is complete and logical (heuristic), else 0.0."""
-    p = validity_parts(text, min_reasoning_steps, background_window)
+    p = validity_parts(text, min_reasoning_steps, background_window, min_step_words)
     return 1.0 if p["complete"] and p["logical"] else 0.0
 
 
-def steprar_batch(completions, columns, *, reward="steprar", alpha=0.1, match="substring",
+def _row_key_steps(forms_row: Any, steps_row: Any) -> list:
+    """One row's key steps: its ``key_step_forms`` (a list of form lists) when non-empty, else
+    its ``key_steps`` (strings or form lists; a bare string is one step)."""
+    if isinstance(forms_row, (list, tuple)) and any(key_step_forms(f) for f in forms_row):
+        return list(forms_row)
+    return [steps_row] if isinstance(steps_row, str) else list(steps_row or [])
+
+
+def steprar_batch(completions, columns, *, reward="steprar", alpha=0.1, match="soft",
                   match_threshold=None, model=None, rule="normalized_match", threshold=0.5,
                   use_correct_column=True, missing_key_steps="none") -> list[float | None]:
     """Batch function of the ``steprar`` reward (options: see :func:`make_steprar`)."""
@@ -161,11 +291,12 @@ def steprar_batch(completions, columns, *, reward="steprar", alpha=0.1, match="s
     parsed = parse_all(completions)
     refs = [reference_text(r) for r in column(columns, "answer", n, reward=reward)]
     keys = column(columns, "key_steps", n, reward=reward)
+    forms = column(columns, "key_step_forms", n, reward=reward)
     correct = batch_correct([p.answer for p in parsed], refs, columns, use_column=use_correct_column,
                             rule=rule, threshold=threshold, reward=reward)
     out: list[float | None] = []
-    for p, ks, ok in zip(parsed, keys, correct):
-        ks = [ks] if isinstance(ks, str) else list(ks or [])
+    for p, fs, ks, ok in zip(parsed, forms, keys, correct):
+        ks = _row_key_steps(fs, ks)
         if ok is None or (not ks and missing_key_steps == "none"):
             out.append(None)
             continue
@@ -175,30 +306,37 @@ def steprar_batch(completions, columns, *, reward="steprar", alpha=0.1, match="s
 
 
 def steprvr_batch(completions, columns, *, reward="steprvr", min_reasoning_steps=2,
-                  background_window=2) -> list[float]:
-    return [validity_reward(t, min_reasoning_steps, background_window) for t in texts_of(completions)]
+                  background_window=2, min_step_words=3) -> list[float]:
+    return [validity_reward(t, min_reasoning_steps, background_window, min_step_words)
+            for t in texts_of(completions)]
 
 
 @REWARDS.register("steprar")
-def make_steprar(*, alpha: float = 0.1, match: str = "substring",
+def make_steprar(*, alpha: float = 0.1, match: str = "soft",
                  match_threshold: float | None = None, model: str | None = None,
                  rule: str = "normalized_match", threshold: float = 0.5,
                  use_correct_column: bool = True, missing_key_steps: str = "none") -> Reward:
-    """StepRAR (Eq. 2). Options: ``alpha``; key-step ``match`` mode and ``match_threshold``;
-    ``model`` (embedding matching); correctness ``rule``/``threshold``/``use_correct_column``;
-    ``missing_key_steps`` "none" (row unscorable) or "zero" (k = 0)."""
+    """StepRAR (Eq. 2). Options: ``alpha``; key-step ``match`` mode (soft | fuzzy | substring |
+    embedding) and ``match_threshold``; ``model`` (embedding matching); correctness
+    ``rule``/``threshold``/``use_correct_column``; ``missing_key_steps`` "none" (row
+    unscorable) or "zero" (k = 0). Reads ``key_step_forms`` when given, else ``key_steps``."""
     check_rule(rule)
     if match not in MATCH_MODES:
         raise ValueError(f"steprar: unknown match mode {match!r}; known: {', '.join(MATCH_MODES)}")
     if missing_key_steps not in ("none", "zero"):
         raise ValueError(f"steprar: missing_key_steps is 'none' or 'zero', got {missing_key_steps!r}")
-    return Reward("steprar", steprar_batch, alpha=alpha, match=match, match_threshold=match_threshold,
-                  model=model, rule=rule, threshold=threshold, use_correct_column=use_correct_column,
-                  missing_key_steps=missing_key_steps)
+    fn = Reward("steprar", steprar_batch, alpha=alpha, match=match, match_threshold=match_threshold,
+                model=model, rule=rule, threshold=threshold, use_correct_column=use_correct_column,
+                missing_key_steps=missing_key_steps)
+    fn.uses_correctness = use_correct_column  # the trainer fills ``correct`` (medrl.rewards.correctness)
+    return fn
+
+
+make_steprar.uses_correctness = True
 
 
 @REWARDS.register("steprvr")
-def make_steprvr(*, min_reasoning_steps: int = 2, background_window: int = 2) -> Reward:
+def make_steprvr(*, min_reasoning_steps: int = 2, background_window: int = 2, min_step_words: int = 3) -> Reward:
     """StepRVR (Eq. 3), heuristic completeness/logic checks; every row is scorable."""
     return Reward("steprvr", steprvr_batch, min_reasoning_steps=min_reasoning_steps,
-                  background_window=background_window)
+                  background_window=background_window, min_step_words=min_step_words)

@@ -7,8 +7,10 @@
   * ARMed (001_46ab1c0cc2c66f17.txt, "Medical Thinking Knowledge Injection"): RL (ARMed-I) ->
     knowledge injection (exemplar questions picked by
     :func:`medrl.data.curation.exemplars.knowledge_exemplars`; ARMed-I writes their chain of
-    thought, which becomes the record's ``gold_reasoning``, the reference answer stays the target)
-    -> SFT (ARMed-A) -> the same RL again (ARMed-R).
+    thought, which becomes the record's ``gold_reasoning``, the reference answer stays the target;
+    only chains of thought whose answer the shared correctness decision accepts are kept)
+    -> SFT (ARMed-A) -> the same RL again (ARMed-R). ARMed's VQA refinement runs first when
+    ``data.refine`` is true (opt-in, :func:`refine_stage`; any recipe).
   * StepGRPO (004_e0b907c1e61319f8.txt Sec. 3.2): key-step extraction by the judge (StepRAR
     needs them) -> warm-up SFT on chain-of-thought targets (Eq. 1) -> RL.
 
@@ -25,7 +27,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
+from medrl.train.checkpoints import resolve_resume
 from medrl.train.recipes import Recipe, build_grpo_config, build_reward_funcs
+
+__all__ = ["RLResult", "load_training_records", "resolve_resume", "train_rl", "train_sft_stage",
+           "knowledge_injection", "key_steps_stage", "refine_stage", "pipeline_stages", "run_recipe"]
 
 log = logging.getLogger(__name__)
 
@@ -37,35 +43,75 @@ class RLResult:
     final_dir: Path
 
 
-def load_training_records(recipe: Recipe, data: str, data_dir: str | None = None, limit: int | None = None):
-    """Records for a recipe: ``data`` is a source (``vqa_rad``, ``vqa_rad:train``, ``jsonl:...``)."""
-    from medrl.data import load_records
-    from medrl.data.loaders import parse_source
+#: Rewards whose step verification reads the record's gold reasoning (MRPO's judge compares each
+#: step with it; without one the judge sees only the record's evidence).
+GOLD_REASONING_REWARDS = ("mrpo_process",)
+
+
+def load_training_records(recipe: Recipe, data: str, data_dir: str | None = None, limit: int | None = None,
+                          report: dict | None = None):
+    """Records for a recipe: ``data`` is a source (``vqa_rad``, ``vqa_rad:train``, ``jsonl:...``)
+    or several datasets joined with ``+`` (``vqa_rad+slake+pathvqa``, loaded in that order).
+
+    Recipe ``data`` keys: ``split``, ``open_only``, ``limit``, ``rationales`` (a MedThink file, or
+    a list of them - R-RAD, R-SLAKE, R-Path - joined as gold reasoning, :mod:`medrl.data.medthink`) and ``require_gold_reasoning`` (MRPO
+    000_ App. C.1 trains only on records aligned with a MedThink rationale: the others are
+    dropped; none left is an error). The matched/unmatched counts are logged and put in
+    ``report["gold_reasoning"]``; when a step-verifying reward runs on records without gold
+    reasoning, a warning says its judge sees only their evidence.
+    """
+    from medrl.data import DataError, load_records
+    from medrl.data.loaders import DATASETS, parse_source
 
     d = recipe.data
-    kind, _, split = parse_source(data)
-    split = split or (d.get("split") if kind not in ("jsonl", "hf") else None)
+    report = report if report is not None else {}
     limit = limit if limit is not None else d.get("limit")
-    return load_records(data, split=split, data_dir=data_dir, open_only=d.get("open_only", False), limit=limit)
+    require = bool(d.get("require_gold_reasoning", False))
+    # "vqa_rad+slake+pathvqa": the union of several datasets (ARMed trains on these three)
+    parts = data.split("+") if all(parse_source(p)[0] in DATASETS for p in data.split("+")) else [data]
+    rationales = d.get("rationales")
+    files = [rationales] if isinstance(rationales, str) else list(rationales or [])  # one per benchmark
+    records = []
+    for part in parts:
+        kind, _, split = parse_source(part)
+        split = split or (d.get("split") if kind not in ("jsonl", "hf") else None)
+        records += load_records(part, split=split, data_dir=data_dir, open_only=d.get("open_only", False),
+                                limit=None if (require or files or len(parts) > 1) else limit, report=report)
+    if files:
+        from medrl.data.medthink import attach_rationales
 
-
-def _last_checkpoint(folder: Path) -> str | None:
-    from transformers.trainer_utils import get_last_checkpoint
-
-    return get_last_checkpoint(str(folder)) if folder.is_dir() else None
-
-
-def resolve_resume(resume: bool | str | None, output_dir: Path) -> str | None:
-    """``True`` -> the last ``checkpoint-N`` in ``output_dir`` (None if there is none yet);
-    a path -> that checkpoint; falsy -> None."""
-    if not resume:
-        return None
-    if resume is True or resume == "last":
-        return _last_checkpoint(output_dir)
-    p = Path(resume)
-    if not p.is_dir():
-        raise FileNotFoundError(f"--resume {resume}: no such checkpoint folder")
-    return str(p)
+        report["medthink"] = []
+        for f in files:  # a record already given a rationale keeps it; order is kept
+            idx = [i for i, r in enumerate(records) if not r.gold_reasoning]
+            done, rep = attach_rationales([records[i] for i in idx], f)
+            for i, r in zip(idx, done, strict=True):
+                records[i] = r
+            report["medthink"].append({"file": str(f), **rep})
+    if len(parts) > 1:
+        log.info("training data: %s", ", ".join(f"{p} {sum(1 for r in records if r.source == parse_source(p)[0])}"
+                                                 for p in parts))
+    if not require and limit is not None:
+        records = records[:limit]
+    matched = sum(1 for r in records if r.gold_reasoning)
+    counts = {"required": require, "matched": matched, "unmatched": len(records) - matched}
+    report["gold_reasoning"] = counts
+    log.info("gold reasoning: %d of %d records matched, %d unmatched%s", matched, len(records),
+             counts["unmatched"], " (dropped: data.require_gold_reasoning)" if require else "")
+    if require:
+        if not matched:
+            raise DataError(
+                f"data.require_gold_reasoning is set (recipe {recipe.name}) but none of the {len(records)} "
+                f"records of {data} has gold reasoning: give MedThink rationales (--set data.rationales=FILE) "
+                "or --set data.require_gold_reasoning=false (step verification then runs on evidence only)")
+        records = [r for r in records if r.gold_reasoning]
+        records = records[:limit] if limit is not None else records
+    step_rewards = [r["name"] for r in recipe.rewards if r["name"] in GOLD_REASONING_REWARDS]
+    missing = sum(1 for r in records if not r.gold_reasoning)
+    if step_rewards and missing:
+        log.warning("%s: %d of %d training records have no gold reasoning; step verification runs on "
+                    "their evidence only (MRPO trains on MedThink-aligned records: set data.rationales and "
+                    "data.require_gold_reasoning=true)", ", ".join(step_rewards), missing, len(records))
+    return records
 
 
 def train_rl(
@@ -102,6 +148,11 @@ def train_rl(
     extra.update(grpo_overrides or {})
     args = build_grpo_config(recipe, out, **extra)
     policy, processor = load_policy(str(model), lora=lora)
+    from medrl.train.guards import uses_parsed_content
+
+    if uses_parsed_content(getattr(processor, "tokenizer", processor)):
+        log.warning("the tokenizer defines a response template/schema: TRL will parse completions with it; "
+                    "training stops if the parsed content loses the <think> block (medrl.train.guards)")
     cls = trainer_cls or MedGRPOTrainer
     kwargs = dict(algorithm=recipe.algorithm, judge=judge) if issubclass(cls, MedGRPOTrainer) else {}
     trainer = cls(
@@ -141,18 +192,25 @@ def train_sft_stage(recipe: Recipe, model: str | os.PathLike, records: Sequence,
 def knowledge_injection(model: str | os.PathLike, records: Sequence, output_dir: Path, *,
                         min_answer_count: int = 5, clusters_per_group: int = 3, max_new_tokens: int = 1024,
                         temperature: float = 0.7, batch_size: int = 8, max_records: int | None = None,
-                        prompt_style: str = "think_answer", seed: int = 0) -> list:
+                        prompt_style: str = "think_answer", seed: int = 0, require_correct: bool = True,
+                        correctness: str = "auto", judge: Any = None) -> list:
     """ARMed knowledge-injection set: exemplars + chain of thought written by ``model`` (ARMed-I).
 
     The model's ``<think>`` text becomes ``gold_reasoning`` (the SFT target's reasoning); the
-    reference answer stays the answer. A generation without a ``<think>`` block leaves the record
-    without gold reasoning, so the SFT target falls back to evidence-based reasoning
-    (:func:`medrl.data.prompts.format_target`). Written to ``output_dir/knowledge.jsonl``.
+    reference answer stays the answer. With ``require_correct`` (default) only chains of thought
+    whose ``<answer>`` the shared correctness decision accepts are kept
+    (:func:`medrl.rewards.correctness.correctness_column`, mode ``correctness``, ``judge`` for
+    open questions in mode auto): a chain that reaches another answer would teach reasoning that
+    does not support the target. A kept generation without a ``<think>`` block leaves the record
+    without gold reasoning (the SFT target falls back to evidence-based reasoning,
+    :func:`medrl.data.prompts.format_target`). Counts are logged and saved in ``summary.json``;
+    the set goes to ``output_dir/knowledge.jsonl``.
     """
     from medrl.data import read_jsonl, write_jsonl
     from medrl.data.curation.exemplars import knowledge_exemplars
     from medrl.models import generate, load_policy
     from medrl.parsing import parse_response
+    from medrl.rewards.correctness import correctness_column
 
     output_dir.mkdir(parents=True, exist_ok=True)
     path = output_dir / "knowledge.jsonl"
@@ -167,13 +225,49 @@ def knowledge_injection(model: str | os.PathLike, records: Sequence, output_dir:
     policy, processor = load_policy(str(model))
     texts = generate(policy, processor, chosen, max_new_tokens=max_new_tokens, temperature=temperature,
                      batch_size=batch_size, prompt_style=prompt_style, seed=seed)
+    parsed = [parse_response(t) for t in texts]
+    if require_correct:
+        ok = correctness_column(
+            [p.answer for p in parsed], [r.answer for r in chosen], questions=[r.question for r in chosen],
+            answer_types=[r.answer_type for r in chosen], open_ended=[r.open_ended for r in chosen],
+            images=[list(r.images) for r in chosen], mode=correctness, judge=judge)
+    else:
+        ok = [True] * len(chosen)
     out = []
-    for rec, text in zip(chosen, texts, strict=True):
-        reasoning = (parse_response(text).reasoning or "").strip()
+    for rec, text, p, good in zip(chosen, texts, parsed, ok, strict=True):
+        if not good:
+            continue
+        reasoning = (p.reasoning or "").strip()
         out.append(replace(rec, gold_reasoning=reasoning or rec.gold_reasoning,
                            extras={**rec.extras, "knowledge_cot": text}))
+    counts = {"generated": len(chosen), "kept": len(out), "rejected": sum(1 for v in ok if v is False),
+              "undecided": sum(1 for v in ok if v is None), "require_correct": require_correct,
+              "correctness": correctness}
+    log.info("knowledge injection: kept %d of %d chains of thought (%d reached another answer, %d undecided)",
+             counts["kept"], counts["generated"], counts["rejected"], counts["undecided"])
     write_jsonl(out, path)
-    (output_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    (output_dir / "summary.json").write_text(json.dumps({**summary, "chains_of_thought": counts}, indent=2))
+    return out
+
+
+def refine_stage(records: Sequence, judge: Any, output_dir: Path, **options: Any) -> list:
+    """ARMed's VQA refinement (001_46ab1c0cc2c66f17.txt Appendix "VQA Refinement"), opt-in as
+    the first pipeline stage (``data.refine: true``): the judge audits every question-answer
+    pair and rewrites misaligned questions
+    (:func:`medrl.data.curation.refine.refine_vqa`). Resumable (``audit.jsonl``). The offline
+    reference judge only flags pairs, it never rewrites them."""
+    from medrl.data import write_jsonl
+    from medrl.data.curation.refine import refine_vqa
+    from medrl.judges import build_judge
+
+    output_dir.mkdir(parents=True, exist_ok=True)
+    if judge is None:
+        log.warning("refine: no judge given; the reference judge flags pairs but does not rewrite them")
+        judge = build_judge("reference")
+    out, counts = refine_vqa(list(records), judge, audit_log=output_dir / "audit.jsonl", **options)
+    log.info("refine: %s", counts)
+    write_jsonl(out, output_dir / "records.jsonl")
+    (output_dir / "summary.json").write_text(json.dumps(counts, indent=2))
     return out
 
 
@@ -196,6 +290,18 @@ def key_steps_stage(records: Sequence, judge: Any, output_dir: Path, **options: 
 # --------------------------------------------------------------------------------------------
 
 
+def pipeline_stages(recipe: Recipe) -> list[dict]:
+    """The stages a run executes: the recipe's ``stages``, with ARMed's VQA refinement first when
+    ``data.refine`` is true (opt-in; a single-stage recipe then becomes refine -> rl/sft)."""
+    stages = [dict(st) for st in recipe.stages]
+    if recipe.data.get("refine"):
+        if not stages:
+            stages = [{"name": recipe.name, "kind": "rl" if recipe.rewards else "sft"}]
+        opts = recipe.data["refine"] if isinstance(recipe.data["refine"], dict) else {}
+        stages.insert(0, {"name": "refine", "kind": "refine", "options": opts})
+    return stages
+
+
 def run_recipe(
     recipe: Recipe,
     model: str | os.PathLike,
@@ -209,7 +315,8 @@ def run_recipe(
 ) -> Path:
     """Run a whole recipe in ``run_dir``; returns the final model folder."""
     run = Path(run_dir)
-    if not recipe.stages:
+    stages = pipeline_stages(recipe)
+    if not stages:
         if recipe.rewards:
             return train_rl(recipe, model, records, run, judge=judge, resume=resume, callbacks=callbacks,
                             lora=lora).final_dir
@@ -217,7 +324,7 @@ def run_recipe(
 
     current = Path(model)
     knowledge_records = None
-    for i, stage in enumerate(recipe.stages, start=1):
+    for i, stage in enumerate(stages, start=1):
         name, kind = stage.get("name", stage["kind"]), stage["kind"]
         folder = run / "stages" / f"{i:02d}_{name}"
         done = folder / "DONE"
@@ -225,15 +332,17 @@ def run_recipe(
             current = Path(done.read_text().strip())
             if kind == "knowledge_injection":
                 knowledge_records = knowledge_injection(current, records, folder)  # reads the saved set
-            elif kind == "key_steps":
+            elif kind in ("key_steps", "refine"):
                 from medrl.data import read_jsonl
 
                 records = read_jsonl(folder / "records.jsonl")
             log.info("stage %s already done -> %s", name, current)
             continue
         folder.mkdir(parents=True, exist_ok=True)
-        log.info("stage %d/%d: %s (%s)", i, len(recipe.stages), name, kind)
-        if kind == "key_steps":
+        log.info("stage %d/%d: %s (%s)", i, len(stages), name, kind)
+        if kind == "refine":
+            records = refine_stage(records, judge, folder, **dict(stage.get("options") or {}))
+        elif kind == "key_steps":
             records = key_steps_stage(records, judge, folder, **dict(stage.get("options") or {}))
         elif kind == "rl":
             current = train_rl(recipe, current, records, folder, judge=judge, resume=bool(resume) and "last",
@@ -241,9 +350,14 @@ def run_recipe(
         elif kind == "knowledge_injection":
             opts = dict(stage.get("options") or {})
             opts.setdefault("prompt_style", recipe.data.get("prompt_style", "think_answer"))
-            knowledge_records = knowledge_injection(current, records, folder, **opts)
+            opts.setdefault("correctness", recipe.algorithm.get("correctness", "auto"))
+            knowledge_records = knowledge_injection(current, records, folder, judge=judge, **opts)
         elif kind == "sft":
             sft_records = knowledge_records if knowledge_records is not None else records
-            current = train_sft_stage(recipe, current, sft_records, folder, resume=bool(resume) and "last")
+            if not sft_records:
+                log.warning("stage %s: no training records (no chain of thought was accepted); the model "
+                            "passes on unchanged", name)
+            else:
+                current = train_sft_stage(recipe, current, sft_records, folder, resume=bool(resume) and "last")
         done.write_text(str(current))
     return current

@@ -116,7 +116,7 @@ def train_sft(
     from medrl.models import load_policy
     from medrl.models.loading import LoraSpec, save_policy
     from medrl.train.callbacks import JsonlMetricsCallback
-    from medrl.train.pipeline import resolve_resume
+    from medrl.train.checkpoints import resolve_resume
 
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -4,7 +4,8 @@ Key steps are "the essential variables and equations that directly contribute to
 solution", extracted from the gold reasoning by an LLM and cut down to "the core few words";
 each is then "augment[ed] into multiple equivalent formats" so soft matching does not miss a
 step written differently. Here the judge's ``extract_key_steps`` does the extraction and
-:func:`equivalent_forms` (a rule-based heuristic) the augmentation.
+:func:`medrl.clinical.forms.equivalent_forms` (a rule-based heuristic on the shared lexicon)
+the augmentation.
 
 Records without gold reasoning get key steps from their reference evidence instead
 (:func:`medrl.data.curation.evidence.evidence_key_steps`, no judge call) unless
@@ -14,63 +15,20 @@ Records without gold reasoning get key steps from their reference evidence inste
 
 from __future__ import annotations
 
+import logging
 import os
-import re
 from dataclasses import replace
 from typing import Sequence
 
 from medrl.data.curation._judged import run_judged
 from medrl.data.curation.evidence import evidence_key_steps
 from medrl.data.curation.resume import ResultLog
+from medrl.clinical.forms import equivalent_forms  # noqa: F401  (re-exported; shared with StepRAR)
 from medrl.data.record import VQARecord
+from medrl.rewards.stepgrpo import key_step_ratio
 from medrl.types import Verdict
 
-# abbreviation <-> expansion pairs common in radiology/pathology answers (project's list)
-ABBREVIATIONS: dict[str, str] = {
-    "ct": "computed tomography", "mri": "magnetic resonance imaging", "mr": "magnetic resonance",
-    "cxr": "chest x-ray", "pa": "posteroanterior", "ap": "anteroposterior", "csf": "cerebrospinal fluid",
-    "ivc": "inferior vena cava", "svc": "superior vena cava", "gi": "gastrointestinal",
-    "ruq": "right upper quadrant", "luq": "left upper quadrant", "rll": "right lower lobe",
-    "lll": "left lower lobe", "rul": "right upper lobe", "lul": "left upper lobe", "rml": "right middle lobe",
-    "dwi": "diffusion weighted imaging", "flair": "fluid attenuated inversion recovery",
-    "pet": "positron emission tomography", "us": "ultrasound", "l": "left", "r": "right",
-}
-_NUMBERS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-            "eleven", "twelve"]
-
-
-def _norm(s: str) -> str:
-    s = re.sub(r"[^\w\s/+-]", " ", s.lower())
-    return re.sub(r"\s+", " ", s).strip()
-
-
-def equivalent_forms(step: str) -> list[str]:
-    """Equivalent written forms of a key step, the step itself first (a heuristic).
-
-    Forms: lower-cased without punctuation; hyphens as spaces and removed ("x-ray", "x ray",
-    "xray"); abbreviations expanded and contracted (CT <-> computed tomography); numbers as
-    digits and words (0-12). Deduplicated, order kept.
-    """
-    base = step.strip()
-    forms = [base]
-    n = _norm(base)
-    cands = [n, n.replace("-", " "), n.replace("-", "")]
-    words = n.replace("-", " ").split()
-    expanded = " ".join(ABBREVIATIONS.get(w, w) for w in words)
-    cands.append(expanded)
-    contracted = " " + " ".join(words) + " "
-    for abbr, full in sorted(ABBREVIATIONS.items(), key=lambda kv: -len(kv[1])):
-        if len(abbr) > 1:
-            contracted = contracted.replace(f" {full} ", f" {abbr} ")
-    cands.append(contracted.strip())
-    cands.append(" ".join(_NUMBERS[int(w)] if w.isdigit() and int(w) < len(_NUMBERS) else w for w in words))
-    cands.append(" ".join(str(_NUMBERS.index(w)) if w in _NUMBERS else w for w in words))
-    seen = {base.lower()}
-    for c in cands:
-        if c and c not in seen:
-            seen.add(c)
-            forms.append(c)
-    return forms
+logger = logging.getLogger(__name__)
 
 
 def _clean_steps(value) -> list[str] | None:
@@ -101,14 +59,17 @@ def extract_key_steps(
     show_progress: bool = True,
 ) -> tuple[list[VQARecord], dict]:
     """Fill ``key_steps`` (and ``extras["key_step_forms"]`` when ``augment``); returns
-    (records, counts: judged, from_evidence, unscored, skipped (no gold, no fallback), resumed)."""
+    (records, counts: judged, from_evidence, unscored, skipped (no gold, no fallback), resumed,
+    steps_not_in_reasoning: judge steps the default StepRAR matcher does not find in the gold
+    reasoning they were extracted from - logged and listed per record)."""
     log = ResultLog(results_path)
     with_gold = [r for r in records if r.gold_reasoning]
     resumed = run_judged(
         with_gold, lambda r: judge.extract_key_steps(r.question, r.answer, r.gold_reasoning), _row, log,
         desc="key steps", concurrency=concurrency, show_progress=show_progress,
     )
-    counts = {"judged": 0, "from_evidence": 0, "unscored": 0, "skipped": 0, "resumed": resumed}
+    counts = {"judged": 0, "from_evidence": 0, "unscored": 0, "skipped": 0, "resumed": resumed,
+              "steps_not_in_reasoning": 0}
     out = []
     for rec in records:
         if rec.gold_reasoning:
@@ -127,7 +88,17 @@ def extract_key_steps(
             out.append(rec)
             continue
         extras = {**rec.extras, "key_steps_source": source}
+        forms = [equivalent_forms(s) for s in steps]
         if augment:
-            extras["key_step_forms"] = [equivalent_forms(s) for s in steps]
+            extras["key_step_forms"] = forms
+        if source == "judge":  # a step StepRAR's default matcher cannot find in its own source
+            missing = [s for s, f in zip(steps, forms) if key_step_ratio(rec.gold_reasoning, [f]) == 0.0]
+            counts["steps_not_in_reasoning"] += len(missing)
+            if missing:
+                extras["key_steps_not_in_reasoning"] = missing
         out.append(replace(rec, key_steps=steps, extras=extras))
+    if counts["steps_not_in_reasoning"]:
+        logger.warning("key steps: %d judge-extracted step(s) are not found (soft matching) in the reasoning they "
+                    "came from; StepRAR cannot reach k = 1 on those records (extras['key_steps_not_in_reasoning'])",
+                    counts["steps_not_in_reasoning"])
     return out, counts
