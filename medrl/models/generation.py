@@ -57,6 +57,13 @@ def _num_image_parts(messages: list[dict]) -> int:
     return n
 
 
+def _nested_images(processor) -> bool:
+    """Idefics3/SmolVLM and Gemma 3 processors take one image list per prompt in a batch (the
+    others take a flat list in prompt order)."""
+    names = [c.__name__ for c in type(processor).__mro__]
+    return any(n.startswith(("SmolVLM", "Idefics", "Gemma3")) for n in names)
+
+
 def generate(
     model,
     processor,
@@ -111,7 +118,10 @@ def generate(
                 processor.apply_chat_template(m, add_generation_prompt=True, tokenize=False)
                 for m, _ in chats
             ]
-            images = [img for _, imgs in chats for img in imgs]
+            if _nested_images(processor):
+                images = [imgs for _, imgs in chats] if any(imgs for _, imgs in chats) else []
+            else:
+                images = [img for _, imgs in chats for img in imgs]
             enc = processor(
                 text=texts, images=images or None, padding=True, return_tensors="pt"
             )

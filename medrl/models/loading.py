@@ -2,13 +2,15 @@
 
 ``load_policy`` goes through the Auto classes (``AutoModelForImageTextToText`` /
 ``AutoProcessor``), so Qwen2-VL, Qwen2.5-VL, Qwen3-VL, InternVL3 (``-hf`` checkpoints),
-SmolVLM/Idefics3 and LLaVA all load the same way. Fixes applied to every processor:
-left padding (batched generation needs the prompt flush against the completion), a pad token
+SmolVLM/Idefics3, LLaVA, LLaVA-NeXT and Gemma 3 all load the same way (each family is tested
+offline on a tiny build: ``medrl.models.families``, ``tests/test_family_matrix.py``). Fixes
+applied to every processor: left padding (batched generation needs the prompt flush against the completion), a pad token
 (falls back to EOS), and, where the stock processor cannot be built because its video processor
 needs torchvision, the image-only variant of :mod:`medrl.models.processors`.
 
-Two shorthand names are accepted: ``"tiny"`` (:func:`medrl.models.build_tiny_vlm`) and
-``"default"`` (:func:`medrl.models.build_default_policy`); they are built once into
+Shorthand names: ``"tiny"`` (:func:`medrl.models.build_tiny_vlm`, Qwen2.5-VL), ``"tiny-<family>"``
+(e.g. ``"tiny-qwen3_vl"``, ``"tiny-gemma3"``; see :mod:`medrl.models.families`) and ``"default"``
+(:func:`medrl.models.build_default_policy`); they are built once into
 ``<cache_dir>/models/<name>`` and reused.
 """
 
@@ -29,8 +31,9 @@ log = logging.getLogger(__name__)
 # vision tower and projector): with LoRA these modules are trained in full (peft modules_to_save).
 POLICY_META = "medrl_policy.json"
 
-# Language-model projections targeted by LoRA by default (Qwen2/2.5/3, Llama/SmolLM2, InternVL,
-# Idefics3 all use these names); restricted to the language model so the vision tower is left alone.
+# Language-model projections targeted by LoRA by default (Qwen2/2.5/3, Llama/SmolLM2, Mistral,
+# Gemma 3, InternVL, Idefics3/SmolVLM all use these names); restricted to the language model (its
+# module is ``language_model`` or, in Idefics3/SmolVLM, ``text_model``) so the vision tower is left alone.
 LM_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 SHORTHANDS = ("tiny", "default")
@@ -74,17 +77,29 @@ class LoraSpec:
 
 def _target_regex(names=LM_PROJECTIONS) -> str:
     # peft matches a string target with re.fullmatch against each module's full name.
-    return r".*language_model.*\.(" + "|".join(names) + r")"
+    # ``language_model`` (Qwen-VL, InternVL, LLaVA, Gemma 3), ``text_model`` (Idefics3/SmolVLM)
+    return r".*(language_model|text_model)\..*\.(" + "|".join(names) + r")"
+
+
+def _is_shorthand(name: str) -> bool:
+    if name in SHORTHANDS:
+        return True
+    if name.startswith("tiny-"):
+        from medrl.models.families import FAMILIES
+
+        return name[len("tiny-"):] in FAMILIES
+    return False
 
 
 def resolve_model_path(name_or_path: str | os.PathLike) -> str:
-    """Shorthands ``tiny``/``default`` -> a built folder in the cache; a medrl run folder (no
-    ``config.json`` but ``final/config.json``) -> its ``final`` model; anything else unchanged."""
+    """Shorthands ``tiny``/``tiny-<family>``/``default`` -> a built folder in the cache; a medrl
+    run folder (no ``config.json`` but ``final/config.json``) -> its ``final`` model; anything
+    else unchanged."""
     name = str(name_or_path)
     p = Path(name)
     if p.is_dir() and not (p / "config.json").is_file() and (p / "final" / "config.json").is_file():
         return str(p / "final")  # a medrl run folder: its final model
-    if name not in SHORTHANDS or p.exists():
+    if not _is_shorthand(name) or p.exists():
         return name
     from medrl.paths import cache_dir
 
@@ -96,10 +111,10 @@ def resolve_model_path(name_or_path: str | os.PathLike) -> str:
     # written model.
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
     try:
-        if name == "tiny":
+        if name.startswith("tiny"):
             from medrl.models.tiny import build_tiny_vlm
 
-            build_tiny_vlm(tmp)
+            build_tiny_vlm(tmp, family=name[len("tiny-"):] if name != "tiny" else "qwen2_5_vl")
         else:
             from medrl.models.default_policy import build_default_policy
 
@@ -165,15 +180,16 @@ def _image_only_processor(path: str, err: Exception, trust_remote_code: bool):
         raise ValueError(f"{path}: could not load the processor ({err})") from err
     tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
     image_processor = AutoImageProcessor.from_pretrained(path, trust_remote_code=trust_remote_code)
+    cls = processors.image_only(parent)
     extra = {}
     proc_cfg = Path(path) / "processor_config.json"
-    if proc_cfg.is_file():
+    if proc_cfg.is_file():  # the parent's other init arguments (image_seq_len, image_seq_length, ...)
         saved = json.loads(proc_cfg.read_text())
-        for key in ("image_seq_len",):  # SmolVLM's extra init argument
-            if key in saved:
+        code = cls.__init__.__code__
+        for key in code.co_varnames[1 : code.co_argcount]:
+            if key in saved and key not in ("image_processor", "tokenizer", "chat_template"):
                 extra[key] = saved[key]
     log.info("%s: stock processor failed (%s); using the image-only variant", path, err)
-    cls = processors.image_only(parent)
     return cls(
         image_processor=image_processor,
         tokenizer=tokenizer,
@@ -232,7 +248,8 @@ def load_policy(
 
     Args:
         name_or_path: a Hugging Face model id (read from the local HF cache when offline), a
-            folder, or the shorthand ``"tiny"`` / ``"default"`` (built once into the cache).
+            folder, or the shorthand ``"tiny"`` / ``"tiny-<family>"`` / ``"default"`` (built once
+            into the cache).
         lora: None (full model), True (LoRA r=8, alpha=32, dropout 0.05 on the language model's
             projections), a dict of :class:`LoraSpec` fields, a LoraSpec or a peft LoraConfig.
         dtype: torch dtype or its name; None -> float32 (what TRL uses by default).

@@ -1,11 +1,13 @@
-"""Offline builder for tiny Qwen2.5-VL-architecture models (tests, demos, CI).
+"""Offline builder for tiny vision-language models of every supported family (tests, demos, CI).
 
-The model is ``Qwen2_5_VLForConditionalGeneration`` built from a config with random weights
-(well under a million parameters at the defaults), a small vision tower on small images (at most
-``image_size`` x ``image_size`` pixels, so at most ``(image_size / 28) ** 2`` image tokens), a
-byte-level BPE tokenizer trained with ``tokenizers`` on the given texts, and the image-only
-processor of :mod:`medrl.models.processors`. It knows nothing about medicine; it exists so that
-every code path (generation, rewards, GRPO, SFT, evaluation) runs end to end in seconds, offline.
+The default family is Qwen2.5-VL: ``Qwen2_5_VLForConditionalGeneration`` built from a config with
+random weights (well under a million parameters at the defaults), a small vision tower on small
+images (at most ``image_size`` x ``image_size`` pixels, so at most ``(image_size / 28) ** 2``
+image tokens), a byte-level BPE tokenizer trained with ``tokenizers`` on the given texts, and the
+image-only processor of :mod:`medrl.models.processors`. The other families (Qwen2-VL, Qwen3-VL,
+InternVL3, LLaVA-NeXT, SmolVLM2, Gemma 3) are described in :mod:`medrl.models.families`. A tiny
+model knows nothing about medicine; it exists so that every code path (generation, rewards,
+GRPO, SFT, evaluation) runs end to end in seconds, offline.
 """
 
 from __future__ import annotations
@@ -15,19 +17,13 @@ import shutil
 from pathlib import Path
 from typing import Iterable
 
-from medrl.models.chat_template import chatml_template
+from medrl.models.families import FORMAT_TOKENS, QWEN_SPECIALS, QWEN_TEMPLATE  # noqa: F401
 
-# Qwen-style special tokens (same strings as the Qwen2/2.5-VL vocabularies).
-PAD_TOKEN = "<|endoftext|>"
-IM_START, IM_END = "<|im_start|>", "<|im_end|>"
-VISION_START, VISION_END = "<|vision_start|>", "<|vision_end|>"
-IMAGE_PAD, VIDEO_PAD = "<|image_pad|>", "<|video_pad|>"
-SPECIAL_TOKENS = [PAD_TOKEN, IM_START, IM_END, VISION_START, VISION_END, IMAGE_PAD, VIDEO_PAD]
-# The rollout format's tags are whole tokens (not special: decoding keeps them).
-FORMAT_TOKENS = ["<think>", "</think>", "<answer>", "</answer>"]
-
-# Qwen's ChatML layout with Qwen's vision placeholders (see medrl.models.chat_template).
-CHAT_TEMPLATE = chatml_template("<|vision_start|><|image_pad|><|vision_end|>")
+# Qwen-style special tokens of the default family (same strings as the Qwen2/2.5-VL vocabularies);
+# the rollout format's tags (FORMAT_TOKENS) are whole, non-special tokens in every family.
+PAD_TOKEN, IM_START, IM_END, VISION_START, VISION_END, IMAGE_PAD, VIDEO_PAD = QWEN_SPECIALS
+SPECIAL_TOKENS = list(QWEN_SPECIALS)
+CHAT_TEMPLATE = QWEN_TEMPLATE  # Qwen's ChatML layout with Qwen's vision placeholders
 
 # A small built-in corpus (our own sentences) so the tokenizer has sensible merges for the
 # words that appear in medical VQA prompts and answers.
@@ -62,30 +58,39 @@ DEFAULT_TEXTS = [
 ]
 
 
-def _train_tokenizer(texts: list[str], vocab_size: int):
-    """Byte-level BPE trained by ``tokenizers`` (no unknown tokens: all 256 bytes are in it)."""
+def _train_tokenizer(texts: list[str], vocab_size: int, family=None):
+    """Byte-level BPE trained by ``tokenizers`` (no unknown tokens: all 256 bytes are in it),
+    with the family's special tokens first, its token attributes (``image_token`` ...) and its
+    chat template."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
+    from medrl.models.families import get_family
+
+    fam = family or get_family("qwen2_5_vl")
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=SPECIAL_TOKENS,
+        special_tokens=list(fam.specials),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     tok.train_from_iterator(texts, trainer=trainer)
     tok.add_tokens([AddedToken(t, normalized=False, special=False) for t in FORMAT_TOKENS])
+    extra = {"bos_token": fam.bos} if fam.bos else {}
+    if "<unk>" in fam.specials:
+        extra["unk_token"] = "<unk>"
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
-        eos_token=IM_END,
-        pad_token=PAD_TOKEN,
+        eos_token=fam.eos,
+        pad_token=fam.pad,
         padding_side="left",
-        chat_template=CHAT_TEMPLATE,
-        # The Qwen processors look these up by attribute.
-        extra_special_tokens={"image_token": IMAGE_PAD, "video_token": VIDEO_PAD},
+        chat_template=fam.chat_template,
+        # The processors look these up by attribute (image_token, boi_token, ...).
+        extra_special_tokens=dict(fam.token_attrs),
+        **extra,
     )
     return fast
 
@@ -97,10 +102,11 @@ def build_tiny_vlm(
     num_layers: int = 2,
     seed: int = 0,
     *,
-    image_size: int = 56,
+    image_size: int | None = None,
     vocab_size: int = 2048,
+    family: str = "qwen2_5_vl",
 ) -> Path:
-    """Build and save a tiny random Qwen2.5-VL model with a trained tokenizer; return the folder.
+    """Build and save a tiny random model of ``family`` with a trained tokenizer; return the folder.
 
     Args:
         out_dir: folder to write (created; existing model files in it are overwritten).
@@ -110,90 +116,51 @@ def build_tiny_vlm(
             by 16 so the multimodal rotary sections split evenly).
         num_layers: language model layers (the vision tower has 2 blocks of width 32).
         seed: torch seed for the random weights (same seed and texts -> same model).
-        image_size: largest image side in pixels after resizing (multiple of 28); images are
-            resized to at most ``image_size**2`` pixels, giving at most ``(image_size/28)**2``
-            image tokens (56 -> 4 tokens, 112 -> 16 tokens).
+        image_size: largest image side in pixels (None: the family's default, a few image
+            tokens; must be a multiple of the family's step, e.g. 28 for Qwen2.5-VL: 56 -> 4
+            image tokens, 112 -> 16).
         vocab_size: BPE vocabulary size target (smaller if the texts are too short).
+        family: one of :data:`medrl.models.families.FAMILY_NAMES` (model class, special tokens,
+            processor and chat template of that family; see :mod:`medrl.models.families`).
 
     The folder loads offline with :func:`medrl.models.load_policy`, with TRL's trainers given
-    the path (after ``import medrl.models``) and with plain ``AutoProcessor`` /
-    ``AutoModelForImageTextToText`` given ``trust_remote_code=True`` (processor code shipped as
-    ``processing_medrl.py``).
+    the path (after ``import medrl.models``) and, for image-only processors, with plain
+    ``AutoProcessor`` / ``AutoModelForImageTextToText`` given ``trust_remote_code=True``
+    (processor code shipped as ``processing_medrl.py``).
     """
     import torch
-    from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
-    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import (
-        Qwen2VLImageProcessorPil,
-    )
+    import transformers
 
     from medrl.models import processors
+    from medrl.models.families import get_family
 
-    if hidden_size % 16:
+    fam = get_family(family)
+    image_size = fam.image_size if image_size is None else image_size
+    if hidden_size % 16 or hidden_size < 16:
         raise ValueError(f"build_tiny_vlm: hidden_size must be a multiple of 16, got {hidden_size}")
-    if image_size % 28 or image_size < 28:
-        raise ValueError(f"build_tiny_vlm: image_size must be a positive multiple of 28, got {image_size}")
+    if image_size % fam.image_step or image_size < fam.image_step:
+        raise ValueError(f"build_tiny_vlm: image_size for {family} must be a positive multiple of "
+                         f"{fam.image_step}, got {image_size}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
 
     corpus = list(DEFAULT_TEXTS) + [t for t in (texts or []) if isinstance(t, str) and t.strip()]
-    tokenizer = _train_tokenizer(corpus, vocab_size)
-    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
+    tokenizer = _train_tokenizer(corpus, vocab_size, fam)
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in fam.specials}
+    config, processor = fam.build(tokenizer, ids, hidden_size, num_layers, image_size)
 
-    head_dim = hidden_size // 4
-    half = head_dim // 2  # rotary frequencies, split over (temporal, height, width)
-    mrope = [half - 2 * (half // 3), half // 3, half // 3]
-    config = Qwen2_5_VLConfig(
-        text_config=dict(
-            vocab_size=len(tokenizer),
-            hidden_size=hidden_size,
-            intermediate_size=hidden_size * 2,
-            num_hidden_layers=num_layers,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            max_position_embeddings=4096,
-            rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": mrope},
-            bos_token_id=None,
-            eos_token_id=ids[IM_END],
-            pad_token_id=ids[PAD_TOKEN],
-            tie_word_embeddings=True,
-        ),
-        vision_config=dict(
-            depth=2,
-            hidden_size=32,
-            intermediate_size=64,
-            num_heads=2,
-            out_hidden_size=hidden_size,
-            patch_size=14,
-            spatial_merge_size=2,
-            temporal_patch_size=2,
-            window_size=56,
-            fullatt_block_indexes=[1],
-        ),
-        image_token_id=ids[IMAGE_PAD],
-        video_token_id=ids[VIDEO_PAD],
-        vision_start_token_id=ids[VISION_START],
-        vision_end_token_id=ids[VISION_END],
-        tie_word_embeddings=True,
-    )
     torch.manual_seed(seed)
-    model = Qwen2_5_VLForConditionalGeneration(config)
-    model.generation_config.eos_token_id = [ids[IM_END], ids[PAD_TOKEN]]
-    model.generation_config.pad_token_id = ids[PAD_TOKEN]
-    model.generation_config.bos_token_id = None
-    model.generation_config.do_sample = False
-
-    image_processor = Qwen2VLImageProcessorPil(
-        size={"shortest_edge": 28 * 28, "longest_edge": image_size * image_size},
-        patch_size=14,
-        merge_size=2,
-        temporal_patch_size=2,
-    )
-    processor = processors.ImageOnlyQwen2_5_VLProcessor(
-        image_processor=image_processor, tokenizer=tokenizer, chat_template=CHAT_TEMPLATE
-    )
+    model = getattr(transformers, fam.model_class)(config)
+    gen = model.generation_config
+    gen.eos_token_id = [ids[fam.eos]] + [ids[t] for t in fam.extra_eos]
+    gen.pad_token_id = ids[fam.pad]
+    gen.bos_token_id = ids[fam.bos] if fam.bos else None
+    gen.do_sample = False
     model.save_pretrained(out)
     processor.save_pretrained(out)
-    ship_processor_code(out, "ImageOnlyQwen2_5_VLProcessor")
+    name = type(processor).__name__
+    if name in processors._CLASSES:
+        ship_processor_code(out, name)
     return out
 
 

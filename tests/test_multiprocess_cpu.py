@@ -1,0 +1,204 @@
+"""Multi-process correctness on CPU: ``accelerate launch --cpu --num_processes 2``.
+
+1. MRPO and CAPO run two steps with teacher rollouts in two processes (gloo), end to end.
+   Launcher note: ``accelerate launch --cpu --num_processes 2`` starts a single process (the
+   simple launcher ignores the count without an MPI hostfile); two CPU processes come from
+   ``accelerate launch --multi_gpu --num_processes 2`` with no visible GPU (``MULTI_CPU``).
+2. Each process's MRPO token advantages equal the matching rows of a single-process run on the
+   same batch: process 0 scores prompt A's group, process 1 prompt B's; TRL gathers the rewards,
+   normalises per group over the global batch and hands each process its slice; MRPO's token
+   shaping then runs on the local rows. The single process scores [A, A, B, B] at once.
+
+The worker is this file run as a script (``--worker SPEC.json``) under ``accelerate launch``.
+Everything here is slow (two processes each import torch/TRL): ``pytest -m slow``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+MAX_LEN = 40
+
+
+def teacher_text(rec) -> str:
+    return (f"<think>This is a {rec.modality} image. The finding answers the question.</think>"
+            f"<answer>{rec.answer}</answer>")
+
+
+def wrong_text(rec) -> str:
+    return (f"<think>Let me think about this. This is a {rec.modality} image. It looks fine.</think>"
+            "<answer>banana</answer>")
+
+
+# ------------------------------------------------------------------------------ worker (subprocess)
+
+
+def _worker(spec_path: str) -> None:
+    import torch
+
+    from medrl.data import VQARecord, to_hf_dataset
+    from medrl.judges import build_judge
+    from medrl.train.pipeline import train_rl
+    from medrl.train.recipes import load_recipe
+    from medrl.train.teacher import install_teacher
+
+    torch.set_num_threads(1)
+    spec = json.loads(Path(spec_path).read_text())
+    records = [VQARecord(**r) for r in spec["records"]]
+    out = Path(spec["out"])
+    overrides = [f"grpo.max_completion_length={MAX_LEN}", "grpo.report_to='none'", *spec.get("overrides", [])]
+    recipe = load_recipe(spec["recipe"], profile="cpu", overrides=overrides)
+    tr = train_rl(recipe, spec["model"], records, out, judge=build_judge("reference"), train=False).trainer
+    rank, world = tr.accelerator.process_index, tr.accelerator.num_processes
+    if spec["mode"] == "train":
+        install_teacher(tr, records, teacher_text, every=2)
+        tr.train()
+        (out / f"result_{rank}.json").write_text(json.dumps({
+            "world": world, "global_step": tr.state.global_step,
+            "logs": [h for h in tr.state.log_history if "reward" in h]}))
+        return
+    # mode "advantages": fixed rollouts (right, wrong) per prompt, no sampling
+    calls = {"n": 0}
+
+    def text(rec):
+        calls["n"] += 1
+        return teacher_text(rec) if calls["n"] % 2 == 1 else wrong_text(rec)
+
+    install_teacher(tr, records[:2], text, replace_all=True)
+    tr.model.train()
+    tr.current_gradient_accumulation_steps = 1
+    ds = to_hf_dataset(records[:2], "think_answer")
+    rows = [0, 0, 1, 1]
+    per = len(rows) // world
+    local = rows[rank * per:(rank + 1) * per]
+    res = tr._generate_and_score_completions([dict(ds[i]) for i in local])
+    torch.save({"world": world, "rank": rank, "rows": local, "advantages": res["advantages"].cpu(),
+                "completion_ids": res["completion_ids"].cpu(), "completion_mask": res["completion_mask"].cpu()},
+               out / f"adv_{rank}.pt")
+
+
+if __name__ == "__main__" and "--worker" in sys.argv:
+    _worker(sys.argv[sys.argv.index("--worker") + 1])
+    sys.exit(0)
+
+
+# ------------------------------------------------------------------------------ tests
+
+import pytest  # noqa: E402
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("accelerate")
+
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")]
+
+QUESTIONS = ["Is there a nodule in the left lung?", "Which organ shows the abnormality?",
+             "Is the heart enlarged on this radiograph?", "What imaging modality was used?"]
+ANSWERS = ["yes", "liver", "no", "CT"]
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+    import numpy as np
+    from PIL import Image
+
+    from medrl.data import VQARecord
+
+    d = tmp_path_factory.mktemp("imgs")
+    recs = []
+    for i, (q, a) in enumerate(zip(QUESTIONS, ANSWERS)):
+        path = d / f"img{i}.png"
+        Image.fromarray((np.random.RandomState(i).rand(64, 64) * 255).astype("uint8"), mode="L").save(path)
+        recs.append(VQARecord(id=f"r{i}", images=[str(path)], question=q, answer=a, modality="CT",
+                              modality_tag="CT_SCAN", organ="Chest"))
+    return recs
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory, records):
+    from medrl.models import build_tiny_vlm
+
+    texts = [r.question for r in records] + [f(r) for r in records for f in (teacher_text, wrong_text)]
+    return build_tiny_vlm(tmp_path_factory.mktemp("tiny") / "model", texts=texts)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launch_worker(spec: dict, workdir: Path, launcher_args: list[str], *, env: dict | None = None,
+                  timeout: int = 900) -> None:
+    """Run this file's worker under ``accelerate launch <launcher_args>`` (also used by the GPU
+    suite with DeepSpeed / FSDP / vLLM arguments)."""
+    import dataclasses
+
+    spec = {**spec, "records": [r if isinstance(r, dict) else dataclasses.asdict(r) for r in spec["records"]]}
+    workdir.mkdir(parents=True, exist_ok=True)
+    path = workdir / f"spec_{abs(hash(json.dumps(spec, default=str))) % 10**8}.json"
+    path.write_text(json.dumps(spec, default=str))
+    full_env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
+                    OMP_NUM_THREADS="1", MASTER_ADDR="127.0.0.1")
+    full_env["PYTHONPATH"] = os.pathsep.join([str(REPO), full_env.get("PYTHONPATH", "")])
+    full_env.update(env or {})
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", *launcher_args, "--num_machines", "1",
+           "--dynamo_backend", "no", "--main_process_port", str(_free_port()),
+           str(Path(__file__).resolve()), "--worker", str(path)]
+    proc = subprocess.run(cmd, env=full_env, cwd=REPO, timeout=timeout, capture_output=True, text=True)
+    assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr[-4000:]}"
+
+
+def _launch(spec: dict, tmp_path: Path, num_processes: int) -> None:
+    # `accelerate launch --cpu` starts ONE process whatever --num_processes says (its simple
+    # launcher; several CPU processes would need an MPI hostfile). The torch.distributed launcher
+    # (`--multi_gpu`) on a machine without visible GPUs starts N CPU processes joined by gloo
+    # (accelerate's MULTI_CPU); the worker checks the world size it got.
+    mode = "--cpu" if num_processes == 1 else "--multi_gpu"
+    launch_worker(spec, tmp_path, [mode, "--num_processes", str(num_processes), "--mixed_precision", "no"],
+                  env={"CUDA_VISIBLE_DEVICES": ""})  # CPU processes even on a GPU machine
+
+
+@pytest.mark.parametrize("recipe", ["mrpo", "capo"])
+def test_two_processes_run_two_steps_with_teacher_rollouts(recipe, tiny, records, tmp_path):
+    out = tmp_path / "run"
+    _launch({"mode": "train", "recipe": recipe, "model": str(tiny), "records": records, "out": str(out),
+             "overrides": ["grpo.save_strategy='no'"]}, tmp_path, 2)
+    results = [json.loads((out / f"result_{r}.json").read_text()) for r in (0, 1)]
+    for res in results:
+        assert res["world"] == 2 and res["global_step"] == 2
+        assert res["logs"] and all(h["reward"] == h["reward"] for h in res["logs"])
+    # metrics are gathered: both processes log the same global reward
+    assert [h["reward"] for h in results[0]["logs"]] == [h["reward"] for h in results[1]["logs"]]
+    if recipe == "mrpo":
+        assert "mrpo/reshaped_frac" in results[0]["logs"][-1]
+    else:
+        assert "capo/corrupted_mean_length" in results[0]["logs"][-1]
+
+
+def test_each_process_token_advantages_match_a_single_process_run(tiny, records, tmp_path):
+    spec = {"mode": "advantages", "recipe": "mrpo", "model": str(tiny), "records": records,
+            "overrides": [f"grpo.max_completion_length={MAX_LEN + 16}"]}
+    _launch({**spec, "out": str(tmp_path / "one"), "overrides": [*spec["overrides"],
+                                                                 "grpo.per_device_train_batch_size=4"]}, tmp_path, 1)
+    _launch({**spec, "out": str(tmp_path / "two"), "overrides": [*spec["overrides"],
+                                                                 "grpo.per_device_train_batch_size=2"]}, tmp_path, 2)
+    single = torch.load(tmp_path / "one" / "adv_0.pt")
+    assert single["world"] == 1 and single["advantages"].shape[0] == 4
+    reshaped = False
+    for rank in (0, 1):
+        part = torch.load(tmp_path / "two" / f"adv_{rank}.pt")
+        assert part["world"] == 2 and part["rank"] == rank
+        rows = slice(2 * rank, 2 * rank + 2)
+        mask = part["completion_mask"].bool()
+        t = mask.shape[1]
+        assert torch.equal(part["completion_ids"][mask], single["completion_ids"][rows, :t][mask])
+        torch.testing.assert_close(part["advantages"][mask], single["advantages"][rows, :t][mask])
+        adv = part["advantages"][1][mask[1]]  # the wrong-answer rollout of this prompt
+        reshaped |= not torch.allclose(adv, adv[0].expand_as(adv))
+    assert reshaped, "no token was reshaped: the comparison would not test MRPO's token advantages"
