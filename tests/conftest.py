@@ -24,6 +24,19 @@ def _shared_data() -> Path | None:
     return None
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Tiny models on a shared 2-core machine: one intra-op thread is ~3x faster than two
+    (OpenMP threads spin against the other processes); restored afterwards. Use it with
+    ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     """The real VQA-RAD / SLAKE folder (../shared/data); tests needing it skip without it."""

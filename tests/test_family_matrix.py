@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import math
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -25,15 +24,13 @@ pytest.importorskip("trl")
 
 from medrl.models.families import FAMILIES, FAMILY_NAMES  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning",
-                                        "ignore::DeprecationWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning", "ignore::DeprecationWarning"),
+              pytest.mark.usefixtures("one_torch_thread")]
 
 DEFAULT_FAMILY = "qwen3_vl"  # in the default run; Qwen2.5-VL is covered by the other test files
 MAX_LEN = 40  # completion tokens; the teacher texts fit in it
 
-QUESTIONS = ["Is there a nodule in the left lung?", "Which organ shows the abnormality?",
-             "Is the heart enlarged on this radiograph?", "What imaging modality was used?"]
-ANSWERS = ["yes", "liver", "no", "CT"]
+from synthetic import ANSWERS, QUESTIONS, synthetic_records  # noqa: E402
 
 # The processor class each family must load with.
 PROCESSOR_CLASS = {
@@ -70,31 +67,11 @@ def wrong_text(rec) -> str:
             "<answer>banana</answer>")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 @pytest.fixture(scope="module")
 def records(tmp_path_factory):
-    from PIL import Image
-
-    from medrl.data import VQARecord
-
-    d = tmp_path_factory.mktemp("imgs")
-    recs = []
-    for i, (q, a) in enumerate(zip(QUESTIONS, ANSWERS)):
-        path = d / f"img{i}.png"
-        rng = np.random.RandomState(i)
-        size = (64 + 24 * i, 64 + 8 * (3 - i))  # different sizes and aspect ratios
-        Image.fromarray((rng.rand(size[1], size[0]) * 255).astype("uint8"), mode="L").save(path)
-        recs.append(VQARecord(id=f"r{i}", images=[str(path)], question=q, answer=a, modality="CT",
-                              modality_tag="CT_SCAN", organ="Chest",
-                              gold_reasoning="This is a chest CT. The finding answers the question."))
-    return recs
+    return synthetic_records(tmp_path_factory.mktemp("imgs"), QUESTIONS, ANSWERS,
+                             size=lambda i: (64 + 24 * i, 64 + 8 * (3 - i)),  # different sizes and aspect ratios
+                             gold_reasoning=lambda i: "This is a chest CT. The finding answers the question.")
 
 
 _BUILT: dict = {}

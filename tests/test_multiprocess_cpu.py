@@ -97,26 +97,12 @@ pytest.importorskip("accelerate")
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")]
 
-QUESTIONS = ["Is there a nodule in the left lung?", "Which organ shows the abnormality?",
-             "Is the heart enlarged on this radiograph?", "What imaging modality was used?"]
-ANSWERS = ["yes", "liver", "no", "CT"]
+from synthetic import synthetic_records  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def records(tmp_path_factory):
-    import numpy as np
-    from PIL import Image
-
-    from medrl.data import VQARecord
-
-    d = tmp_path_factory.mktemp("imgs")
-    recs = []
-    for i, (q, a) in enumerate(zip(QUESTIONS, ANSWERS)):
-        path = d / f"img{i}.png"
-        Image.fromarray((np.random.RandomState(i).rand(64, 64) * 255).astype("uint8"), mode="L").save(path)
-        recs.append(VQARecord(id=f"r{i}", images=[str(path)], question=q, answer=a, modality="CT",
-                              modality_tag="CT_SCAN", organ="Chest"))
-    return recs
+    return synthetic_records(tmp_path_factory.mktemp("imgs"))
 
 
 @pytest.fixture(scope="module")

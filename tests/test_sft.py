@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
+from synthetic import synthetic_records
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
@@ -18,21 +18,8 @@ ANSWERS = ["yes", "liver", "no", "CT"]
 
 @pytest.fixture(scope="module")
 def records(tmp_path_factory):
-    from PIL import Image
-
-    from medrl.data import VQARecord
-
-    d = tmp_path_factory.mktemp("imgs")
-    recs = []
-    for i, (q, a) in enumerate(zip(QUESTIONS, ANSWERS)):
-        path = d / f"img{i}.png"
-        rng = np.random.RandomState(i)
-        Image.fromarray((rng.rand(64, 64) * 255).astype("uint8"), mode="L").save(path)  # grayscale like X-rays
-        recs.append(VQARecord(
-            id=f"r{i}", images=[str(path)], question=q, answer=a, modality="CT", modality_tag="CT_SCAN",
-            organ="Chest", gold_reasoning="The image is a chest CT. The finding answers it." if i % 2 == 0 else None,
-        ))
-    return recs
+    return synthetic_records(tmp_path_factory.mktemp("imgs"), QUESTIONS, ANSWERS,
+                             gold_reasoning=lambda i: "The image is a chest CT. The finding answers it." if i % 2 == 0 else None)
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,8 @@ import torch
 
 from medrl.train.recipes import load_recipe
 
-pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning"),
+              pytest.mark.usefixtures("one_torch_thread")]
 
 REPO = Path(__file__).resolve().parents[1]
 MAX_LEN = 32  # completion tokens; the teacher texts below fit in it
@@ -34,16 +35,6 @@ def teacher_text(rec, style: str = "think_answer") -> str:
     tag = f"{rec.modality_tag or 'OTHER'} " if style == "modality_think_answer" else ""
     return (f"{tag}<think>This is a {rec.modality or 'medical'} image. The answer is {rec.answer}.</think>"
             f"<answer>{rec.answer}</answer>")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """Tiny models on a shared 2-core machine: one intra-op thread is ~3x faster than two
-    (OpenMP threads spin against the other processes); restored afterwards."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 @pytest.fixture(scope="module")
