@@ -20,11 +20,14 @@ COMMANDS: dict[str, str] = {
     "train": "train",
     "eval": "eval",
     "analyze": "analyze",
+    "judge-bench": "judge_bench",
+    "audit-rewards": "audit_rewards",
 }
 
 EPILOG = """\
 Typical workflow:
   medrl data inspect --dataset vqa_rad              # look at the data
+  medrl audit-rewards --recipe mrpo                 # can a policy buy reward with exploits?
   medrl sft   --recipe sft --model <vlm> --data vqa_rad --out runs/warmup
   medrl train --recipe mrpo --model runs/warmup --data vqa_rad --judge reference --out runs/mrpo
   medrl eval  --model runs/mrpo --data vqa_rad:test --judge reference --out evals/mrpo

@@ -22,7 +22,7 @@ from collections import deque
 from typing import Sequence
 
 from medrl.rewards import REWARDS
-from medrl.rewards.base import Reward, answer_metric, answer_rows, score_answers
+from medrl.rewards.base import Reward, answer_metric, answer_rows, guarded_rows, score_answers
 from medrl.rewards.lexical import bleu1, rouge1
 from medrl.rewards.semantic import bertscore_f1, embedding_cosine
 
@@ -260,13 +260,19 @@ class ArmedReward:
 
     def __call__(self, prompts, completions, **kwargs) -> list[float | None]:
         parsed, refs, idx = answer_rows(completions, kwargs, reward=self.__name__)
-        preds = [parsed[i].answer or "" for i in idx]
-        r_as = self.semantic.scores(preds, [refs[i] for i in idx], kwargs.get("log_metric"))
+        # guard (issue 10): an answer the shared answer guard rejects gets R_c = R_as = 0 and
+        # stays out of the adaptive statistics; Eq. 14 is unchanged
+        rejected = guarded_rows(parsed, refs, idx, kwargs, reward=self.__name__)
+        kept = [i for i in idx if i not in rejected]
+        preds = {i: parsed[i].answer or "" for i in kept}
+        r_as = dict(zip(kept, self.semantic.scores([preds[i] for i in kept], [refs[i] for i in kept],
+                                                   kwargs.get("log_metric"))))
         out: list[float | None] = [None] * len(completions)
-        for j, i in enumerate(idx):
-            r_c = textual_reward(bleu1(preds[j], refs[i]), rouge1(preds[j], refs[i]), self.lambda1)
+        for i in idx:
+            r_c = 0.0 if i in rejected else textual_reward(bleu1(preds[i], refs[i]), rouge1(preds[i], refs[i]),
+                                                           self.lambda1)
             r_f = 1.0 if parsed[i].well_formed else 0.0  # the format reward (medrl.rewards.format)
-            out[i] = total_reward(r_c, r_as[j], r_f, self.gammas)
+            out[i] = total_reward(r_c, r_as.get(i, 0.0), r_f, self.gammas)
         return out
 
     def state_dict(self) -> dict:

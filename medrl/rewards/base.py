@@ -44,8 +44,11 @@ def answer_metric(completions: Sequence[Any], columns: dict, *, reward: str,
 
 
 def texts_of(completions: Sequence[Any]) -> list[str]:
-    """The text of each TRL completion (string or chat messages)."""
-    return [completion_text(c) for c in completions]
+    """The text of each TRL completion (string or chat messages), lone surrogates replaced by
+    U+FFFD (:func:`medrl.text.clean_text`: they crash tokenizers, spaCy and HTTP clients)."""
+    from medrl.text import clean_text
+
+    return [clean_text(completion_text(c)) for c in completions]
 
 
 def parse_all(completions: Sequence[Any]) -> list[ParsedResponse]:
@@ -93,21 +96,40 @@ def answer_rows(completions: Sequence[Any], kwargs: dict, *, reward: str
     return parsed, refs, [i for i in range(n) if refs[i] is not None]
 
 
+def guarded_rows(parsed: Sequence[ParsedResponse], refs: Sequence[str | None], idx: Sequence[int],
+                 kwargs: dict, *, reward: str) -> set[int]:
+    """Rows (among ``idx``) whose parsed answer the shared answer guard rejects
+    (:func:`medrl.answer_guard.guard_answer`: empty, placeholder, symbols, injection, padding,
+    hedge, negation of the reference, candidate list): they can never be correct, so an answer
+    metric must not pay them. The ``question`` column feeds the guard when present."""
+    from medrl.answer_guard import guard_answer
+
+    questions = column(kwargs, "question", len(parsed), reward=reward)
+    return {i for i in idx if guard_answer(parsed[i].answer, refs[i], question=questions[i]) is not None}
+
+
 def score_answers(
     completions: Sequence[Any],
     kwargs: dict,
     metric: Callable[[list[str], list[str]], list[float]],
     *,
     reward: str,
+    guard: bool = True,
 ) -> list[float | None]:
     """Score each parsed ``<answer>`` against the ``answer`` column with a batch ``metric``.
 
-    A missing ``<answer>`` block counts as the empty answer (the metric scores it, normally 0);
-    a missing/blank reference gives ``None``. ``metric(preds, refs)`` is called once, on the
-    scorable rows only.
+    A missing/blank reference gives ``None``. Guard (issue 10; the metric stays the paper's):
+    with ``guard`` (default) an answer the shared answer guard rejects (:func:`guarded_rows`;
+    a missing ``<answer>`` block is the empty answer) scores 0.0 without the metric.
+    ``metric(preds, refs)`` is called once, on the remaining scorable rows only.
     """
     parsed, refs, idx = answer_rows(completions, kwargs, reward=reward)
     out: list[float | None] = [None] * len(completions)
+    if guard:
+        rejected = guarded_rows(parsed, refs, idx, kwargs, reward=reward)
+        for i in rejected:
+            out[i] = 0.0
+        idx = [i for i in idx if i not in rejected]
     if idx:
         scores = metric([parsed[i].answer or "" for i in idx], [refs[i] for i in idx])
         for i, s in zip(idx, scores):

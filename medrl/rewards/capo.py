@@ -9,8 +9,12 @@
   with weight 1 each, whose sum is Eq. 4.
 
 Correctness (open-ended answers are our extension; the paper evaluates closed questions):
-:mod:`medrl.rewards.correctness`: the ``correct`` column when the trainer supplies judge
-verdicts, else the normalised-match heuristic (``rule``/``threshold`` configurable).
+the one per-rollout decision of :mod:`medrl.rewards.correctness`. In training the trainer
+computes it once per rollout (recipe key ``algorithm.correctness``, judge for open-ended
+records by default) and passes it as the ``correct`` column, and once per corrupted rollout
+as ``corrupted_correct``; R_DAR and R_PCR read both, so a rollout is never judged twice.
+Called without those columns (plain code, tests) they use the ``"exact"`` decision: the shared
+answer guard, then a normalised match (``rule``/``threshold`` configurable).
 
 Pairing for R_PCR (project choice; the paper writes o_i with o~_i): completion row i is paired
 with the i-th corrupted rollout, given by the trainer as the ``corrupted_completions`` column,
@@ -78,8 +82,10 @@ def make_capo_accuracy(*, r_dar: float = R_DAR, rule: str = "normalized_match",
                        threshold: float = 0.5, use_correct_column: bool = True) -> Reward:
     """R_DAR (Eq. 2); ``None`` for rows with neither a verdict nor a reference."""
     check_rule(rule)
-    return Reward("capo_accuracy", accuracy_batch, r_dar=r_dar, rule=rule, threshold=threshold,
-                  use_correct_column=use_correct_column)
+    fn = Reward("capo_accuracy", accuracy_batch, r_dar=r_dar, rule=rule, threshold=threshold,
+                use_correct_column=use_correct_column)
+    fn.uses_correctness = use_correct_column  # the trainer fills the ``correct`` column
+    return fn
 
 
 @REWARDS.register("capo_perception")
@@ -90,5 +96,10 @@ def make_capo_perception(*, r_dar: float = R_DAR, r_pcr: float = R_PCR, tau: flo
     error otherwise); ``None`` where a corrupted rollout is missing or either rollout's
     correctness is undecidable."""
     check_rule(rule)
-    return Reward("capo_perception", perception_batch, r_dar=r_dar, r_pcr=r_pcr, tau=tau, rule=rule,
-                  threshold=threshold, use_correct_column=use_correct_column)
+    fn = Reward("capo_perception", perception_batch, r_dar=r_dar, r_pcr=r_pcr, tau=tau, rule=rule,
+                threshold=threshold, use_correct_column=use_correct_column)
+    fn.uses_correctness = fn.uses_corrupted_correctness = use_correct_column
+    return fn
+
+
+make_capo_accuracy.uses_correctness = make_capo_perception.uses_correctness = True

@@ -1,31 +1,52 @@
-"""Is a parsed answer correct? The rule shared by StepGRPO's StepRAR and CAPO's R_DAR.
+"""Is a rollout's answer correct? One decision shared by every method, the trainer, curation and eval.
 
-Both papers reward a *correct* final answer (StepGRPO 004_e0b907c1e61319f8.txt Eq. 2:
-ans = y; CAPO 002_37d042df30c2f660.txt Eq. 2: "o_i is correct") and were run on
-closed/multiple-choice questions, where correctness is a string comparison. For open-ended
-medical answers the decision is ours, in this order:
+StepGRPO's StepRAR (004_e0b907c1e61319f8.txt Eq. 2: ans = y), CAPO's R_DAR and R_PCR
+(002_37d042df30c2f660.txt Eq. 2-3: "o_i is correct") and MediX-R1's R_llm
+(003_d5d6a0d73a50ab79.txt Sec. 2.3.1: a strict YES/NO judge) all reward a *correct* final
+answer. Those papers decide it by string comparison (closed questions) or a judge (open ones).
+Here it is one function, :func:`decide_correct`, in this order:
 
-1. a ``correct`` column, when the trainer supplies one (e.g. verdicts of an answer-correctness
-   judge): truthy/falsy per row; ``None`` in it means the judge could not decide and the row
-   is unscorable;
-2. otherwise a heuristic on the parsed ``<answer>`` and the reference (``rule``):
-   - ``"normalized_match"`` (default): equal after :func:`normalize_answer` (lower case,
-     punctuation dropped, articles a/an/the dropped, whitespace collapsed);
-   - ``"rouge1"``: ROUGE-1 F >= ``threshold`` (default 0.5), or a normalised match.
-   For yes/no references both rules compare only the first word of the answer
-   ("Yes, there is a mass" is correct for "yes").
+1. no reference -> ``None`` (unscorable, never a silent 0 or 1);
+2. no answer, or an answer the shared guard rejects (:func:`medrl.answer_guard.guard_answer`:
+   empty, placeholder, symbol-only, candidate lists, hedges, negations of the reference,
+   padding far beyond the reference) -> ``False``, without any judge request;
+3. a normalised exact match (:func:`exact_match`) -> ``True``, without any judge request;
+4. otherwise the *mode* decides:
+
+   - ``"exact"``: nothing more matches -> ``False`` (``rule="rouge1"`` also accepts a
+     ROUGE-1 F >= ``threshold``);
+   - ``"judge"``: the judge's ``answer_correct`` (one request; the record's image goes with
+     it, the judge decides whether to send it); an unscored verdict -> ``None``;
+   - ``"embedding"``: MiniLM cosine of answer and reference >= ``embed_threshold`` (0.8, the
+     MediX-R1 R_embed threshold);
+   - ``"auto"`` (default): ``"judge"`` for open-ended records when a judge is configured,
+     ``"exact"`` for closed ones (yes/no or multiple choice, :func:`is_closed_question`) and
+     when there is no judge.
+
+In training, :class:`medrl.train.trainer.MedGRPOTrainer` computes :func:`correctness_column`
+once per rollout (and once per CAPO corrupted rollout) with the recipe's
+``algorithm.correctness`` mode and the run's judge, and hands it to every reward as the
+``correct`` / ``corrupted_correct`` columns, so no judge request is made twice for one rollout.
+A reward called without these columns falls back to the same function (``"auto"`` with its own
+judge, if it has one), so the decision is the same with or without the trainer. The CAPO
+difficulty filter (:mod:`medrl.data.curation.capo`) and evaluation call it too.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any, Sequence
 
-from medrl.rewards.base import column
+from medrl.rewards.base import column, reference_text
 from medrl.rewards.lexical import rouge1
+from medrl.text import clean_text
 
 RULES = ("normalized_match", "rouge1")
+MODES = ("auto", "exact", "judge", "embedding")
+EMBED_THRESHOLD = 0.8  # MediX-R1 Sec. 2.3.2: cos >= 0.8
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b")
 _NON_WORD = re.compile(r"[^\w\s]")
+_YES_NO = ("yes", "no")
 
 
 def normalize_answer(text: str | None) -> str:
@@ -40,18 +61,232 @@ def check_rule(rule: str) -> str:
     return rule
 
 
-def heuristic_correct(pred: str | None, ref: str, rule: str = "normalized_match",
-                      threshold: float = 0.5) -> bool:
-    """Heuristic correctness of ``pred`` against ``ref`` (see the module docstring)."""
-    check_rule(rule)
-    p, r = normalize_answer(pred), normalize_answer(ref)
+def check_mode(mode: str | None) -> str:
+    """``mode`` validated (``None`` means ``"auto"``)."""
+    mode = "auto" if mode is None else str(mode).strip().lower()
+    if mode not in MODES:
+        raise ValueError(f"unknown correctness mode {mode!r}; known: {', '.join(MODES)}")
+    return mode
+
+
+def _field(record: Any, name: str) -> Any:
+    return record.get(name) if isinstance(record, dict) else getattr(record, name, None)
+
+
+def is_closed_question(record: Any = None, *, answer: str | None = None, answer_type: str | None = None,
+                       open_ended: bool | None = None, multiple_choice: bool | None = None) -> bool:
+    """Is this a closed question, decided by exact match: a yes/no reference or a choice among
+    options shown to the model?
+
+    Pass a record (:class:`medrl.data.record.VQARecord` or a dict with ``answer``,
+    ``answer_type``, ``open_ended``, ``extras``) or the fields. Closed when the reference is
+    yes/no; or the record shows its options (``extras["choices_in_prompt"]`` /
+    ``multiple_choice``); or the dataset labels it ``CLOSED`` *and* ``open_ended`` is False
+    (VQA-RAD's CLOSED "A or B?" questions with a free-text answer are open-ended, as in
+    :func:`medrl.data.record.is_open_ended_answer`). Everything else is open - also a record
+    built in code whose ``open_ended`` flag was left at its default.
+    """
+    if record is not None:
+        answer = _field(record, "answer") if answer is None else answer
+        answer_type = _field(record, "answer_type") if answer_type is None else answer_type
+        open_ended = _field(record, "open_ended") if open_ended is None else open_ended
+        extras = _field(record, "extras")
+        if multiple_choice is None and isinstance(extras, dict):
+            multiple_choice = bool(extras.get("choices_in_prompt"))
+    if normalize_answer(str(answer) if answer is not None else "") in _YES_NO or multiple_choice:
+        return True
+    return str(answer_type or "").strip().upper() == "CLOSED" and open_ended is False
+
+
+def resolve_mode(mode: str | None, *, closed: bool, has_judge: bool) -> str:
+    """The concrete mode (``exact``/``judge``/``embedding``) for one record; see the module doc.
+
+    ``"judge"`` without a judge is a ValueError (a configuration error, found at start)."""
+    mode = check_mode(mode)
+    if mode == "auto":
+        return "judge" if has_judge and not closed else "exact"
+    if mode == "judge" and not has_judge:
+        raise ValueError("correctness mode 'judge' needs a judge; configure one (e.g. --judge reference) "
+                         "or set algorithm.correctness to 'exact' or 'embedding'")
+    return mode
+
+
+def guard_reason(pred: str | None, ref: str, question: str | None = None) -> str | None:
+    """Why ``pred`` can never be a correct answer to ``ref`` (the shared answer guard), or None."""
+    from medrl.answer_guard import guard_answer
+
+    return guard_answer(pred, ref, question=question)
+
+
+_YES_NO_LEAD = re.compile(r"(yes|no)(?:[.!]*|\s*[,.;:!]\s*\S.*)", re.IGNORECASE | re.DOTALL)
+
+
+def exact_match(pred: str | None, ref: str) -> bool:
+    """Near-literal equality, decided without any model.
+
+    Equal after :func:`normalize_answer` (case, punctuation, articles, spacing), provided the
+    answer is not much longer than the reference (at most 2x + 8 characters: invisible marks or
+    punctuation runs are padding, not a match) and asks no question ("X?") the reference does not.
+    For a yes/no reference the answer must be that word alone or followed by a clause after
+    punctuation ("Yes, there is a mass" is correct for "yes"; "yes or no", "Yes?", "Yes is ruled
+    out" are not exact matches).
+    """
+    p_raw, r_raw = " ".join((pred or "").split()).strip(), " ".join((ref or "").split()).strip()
+    p, r = normalize_answer(p_raw), normalize_answer(r_raw)
     if not p or not r:
         return False
-    if r in ("yes", "no"):
-        return p.split()[0] == r
-    if p == r:
-        return True
+    if "?" in p_raw and "?" not in r_raw:
+        return False
+    if r in _YES_NO:
+        m = _YES_NO_LEAD.fullmatch(p_raw)
+        other = _YES_NO[1 - _YES_NO.index(r)]
+        return bool(m) and m.group(1).lower() == r and other not in p.split()[1:3]
+    return p == r and len(p_raw) <= 2 * len(r_raw) + 8
+
+
+def decide_exact(pred: str | None, ref: str | None, *, question: str | None = None,
+                 rule: str = "normalized_match", threshold: float = 0.5) -> bool | None:
+    """Steps 1-3 of the decision plus the ``"exact"`` mode (no judge, no model)."""
+    check_rule(rule)
+    pre = _decided(pred, ref, question)
+    if pre is not _UNDECIDED:
+        return pre
     return rule == "rouge1" and rouge1(pred or "", ref) >= threshold
+
+
+_UNDECIDED = object()
+
+
+def _decided(pred: str | None, ref: str | None, question: str | None):
+    """Steps 1-3: None (no reference), False (no answer / guard), True (exact), or _UNDECIDED."""
+    ref = reference_text(ref)
+    if ref is None:
+        return None
+    if not normalize_answer(pred):
+        return False
+    if guard_reason(pred, ref, question) is not None:
+        return False
+    if exact_match(pred, ref):
+        return True
+    return _UNDECIDED
+
+
+def heuristic_correct(pred: str | None, ref: str, rule: str = "normalized_match",
+                      threshold: float = 0.5) -> bool:
+    """The ``"exact"`` decision as a bool (no reference counts as wrong here)."""
+    return bool(decide_exact(pred, ref, rule=rule, threshold=threshold))
+
+
+async def decide_correct_async(pred: str | None, ref: str | None, *, question: str | None = None,
+                               mode: str | None = "auto", closed: bool | None = None, judge: Any = None,
+                               image: Any = None, rule: str = "normalized_match", threshold: float = 0.5,
+                               embed_threshold: float = EMBED_THRESHOLD, embed_model: str | None = None
+                               ) -> bool | None:
+    """Is ``pred`` (the parsed ``<answer>`` text) correct for ``ref``? See the module docstring.
+
+    ``closed``: whether the record is a closed question (default: from the reference, see
+    :func:`is_closed_question`); ``judge``: any object with ``answer_correct``; ``image``: the
+    record's image(s), passed to the judge.
+    """
+    out = await correctness_column_async(
+        [pred], [ref], questions=[question], closed=[closed], images=[image], mode=mode, judge=judge,
+        rule=rule, threshold=threshold, embed_threshold=embed_threshold, embed_model=embed_model)
+    return out[0]
+
+
+def decide_correct(pred: str | None, ref: str | None, **options: Any) -> bool | None:
+    """Synchronous :func:`decide_correct_async` (same options)."""
+    from medrl.judges.base import run_sync
+
+    return run_sync(decide_correct_async(pred, ref, **options))
+
+
+async def correctness_column_async(
+    preds: Sequence[str | None],
+    refs: Sequence[str | None],
+    *,
+    questions: Sequence[str | None] | None = None,
+    closed: Sequence[bool | None] | None = None,
+    answer_types: Sequence[str | None] | None = None,
+    open_ended: Sequence[bool | None] | None = None,
+    images: Sequence[Any] | None = None,
+    mode: str | None = "auto",
+    judge: Any = None,
+    rule: str = "normalized_match",
+    threshold: float = 0.5,
+    embed_threshold: float = EMBED_THRESHOLD,
+    embed_model: str | None = None,
+) -> list[bool | None]:
+    """:func:`decide_correct` for a batch of rollouts: at most one judge request per row (all
+    rows concurrently; the judge bounds concurrency, caches and merges identical requests) and
+    one embedding batch. ``closed`` per row, else from ``answer_types`` / ``open_ended`` and the
+    reference (:func:`is_closed_question`)."""
+    import asyncio
+
+    n = len(preds)
+    check_mode(mode)
+    check_rule(rule)
+
+    def col(values, name):
+        if values is None:
+            return [None] * n
+        values = list(values)
+        if len(values) != n:
+            raise ValueError(f"correctness: {name} has {len(values)} values for {n} answers")
+        return values
+
+    refs, questions, images = col(refs, "refs"), col(questions, "questions"), col(images, "images")
+    closed, answer_types, open_ended = col(closed, "closed"), col(answer_types, "answer_types"), col(open_ended, "open_ended")
+    preds = [clean_text(p) for p in preds]  # lone surrogates -> U+FFFD (they crash encoders and clients)
+    out: list[Any] = [_decided(p, r, q) for p, r, q in zip(preds, refs, questions)]
+    to_judge, to_embed = [], []
+    for i, v in enumerate(out):
+        if v is not _UNDECIDED:
+            continue
+        c = closed[i]
+        if c is None:
+            c = is_closed_question(answer=refs[i], answer_type=answer_types[i], open_ended=open_ended[i])
+        m = resolve_mode(mode, closed=bool(c), has_judge=judge is not None)
+        if m == "exact":
+            out[i] = rule == "rouge1" and rouge1(preds[i] or "", refs[i]) >= threshold
+        elif m == "embedding":
+            to_embed.append(i)
+        else:
+            to_judge.append(i)
+    if to_embed:
+        from medrl.embeddings import cosine_pairs
+        from medrl.answer_guard import clean_answer
+
+        sims = cosine_pairs([clean_answer(preds[i]) for i in to_embed],
+                            [clean_answer(reference_text(refs[i])) for i in to_embed], embed_model)
+        for i, s in zip(to_embed, sims):
+            out[i] = bool(s >= embed_threshold)
+    if to_judge:
+        from medrl.answer_guard import clean_answer
+
+        verdicts = await asyncio.gather(*(
+            judge.answer_correct(questions[i] or "", reference_text(refs[i]), clean_answer(preds[i]), image=images[i])
+            for i in to_judge))
+        for i, v in zip(to_judge, verdicts):
+            out[i] = bool(v.value) if v.scored else None
+    return out
+
+
+def correctness_column(preds, refs, **options: Any) -> list[bool | None]:
+    """Synchronous :func:`correctness_column_async` (same arguments)."""
+    from medrl.judges.base import run_sync
+
+    return run_sync(correctness_column_async(preds, refs, **options))
+
+
+def uses_correctness(fn: Any) -> bool:
+    """Whether a reward reads the shared ``correct`` column (set by the reward's factory)."""
+    return bool(getattr(fn, "uses_correctness", False))
+
+
+def uses_corrupted_correctness(fn: Any) -> bool:
+    """Whether a reward reads ``corrupted_correct`` (CAPO R_PCR)."""
+    return bool(getattr(fn, "uses_corrupted_correctness", False))
 
 
 def _verdict(value, column_name: str, reward: str) -> bool | None:
@@ -67,11 +302,13 @@ def batch_correct(preds: list[str | None], refs: list[str | None], kwargs: dict,
                   column_name: str = "correct", use_column: bool = True,
                   rule: str = "normalized_match", threshold: float = 0.5,
                   reward: str = "") -> list[bool | None]:
-    """Correctness per row: the ``column_name`` column when TRL passed it (and ``use_column``),
-    else :func:`heuristic_correct`; None for unscorable rows (a None verdict in the column, or
-    no reference when the heuristic decides)."""
+    """Correctness per row for rewards without a judge: the ``column_name`` column when the
+    trainer passed it (and ``use_column``), else the ``"exact"`` decision (:func:`decide_exact`,
+    guard first; the ``question`` column feeds the guard); None for unscorable rows (a None
+    verdict in the column, or no reference)."""
     n = len(preds)
     if use_column and kwargs.get(column_name) is not None:
         return [_verdict(v, column_name, reward) for v in column(kwargs, column_name, n, reward=reward)]
-    return [None if r is None else heuristic_correct(p, r, rule, threshold)
-            for p, r in zip(preds, refs)]
+    questions = column(kwargs, "question", n, reward=reward)
+    return [decide_exact(p, r, question=q, rule=rule, threshold=threshold)
+            for p, r, q in zip(preds, refs, questions)]

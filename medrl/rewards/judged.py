@@ -6,8 +6,10 @@ TRL 1.16 (``trl.trainer.utils.is_async_callable`` checks ``__call__``) runs such
 background event loop, all rows at once; the judge bounds concurrency, caches and de-duplicates.
 From plain code use ``fn.sync(prompts, completions, **columns)``.
 
-``None`` means "unscored" (the judge failed or its reply did not parse; no reference answer):
-TRL turns it into NaN and leaves the row out, so a judge outage never becomes a silent 0 or 1.
+``None`` means "unscored" (the judge failed or its reply did not parse; no reference answer;
+the row's own data made scoring fail, logged as a warning): TRL turns it into NaN and leaves the
+row out, so a judge outage never becomes a silent 0 or 1. A misaligned column and a rejected
+API key (:class:`medrl.judges.base.JudgeAuthError`) still raise.
 
 The judge is ``judge="reference"`` (offline heuristic, default), ``"openai:<model>"`` with
 ``judge_options`` such as ``{"base_url": "http://127.0.0.1:8000/v1", "concurrency": 32}``, or a
@@ -17,14 +19,19 @@ judge object. Judges built from a spec are shared per (spec, options) within a p
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any, Sequence
 
 from medrl.judges import run_sync, shared_judge
+from medrl.judges.base import JudgeAuthError
 from medrl.parsing import completion_steps, parse_response
 from medrl.rewards import REWARDS
 from medrl.rewards.base import column, reference_text, texts_of
-from medrl.rewards.medix import answer_guard, clean_answer
+from medrl.rewards.correctness import decide_correct_async, exact_match, is_closed_question, normalize_answer
+from medrl.rewards.medix import clean_answer
 from medrl.types import Step, StepVerdict
+
+log = logging.getLogger(__name__)
 
 
 class JudgedReward:
@@ -45,13 +52,26 @@ class JudgedReward:
     async def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
         texts = texts_of(completions)
         before = self.judge.stats.failures
-        rows = await asyncio.gather(*(self.score(i, t, kwargs, len(texts)) for i, t in enumerate(texts)))
+        for name in ("answer", "question", "correct"):  # a misaligned column is a bug: raise, never per row
+            self._col(kwargs, name, len(texts))
+        rows = await asyncio.gather(*(self._score_row(i, t, kwargs, len(texts)) for i, t in enumerate(texts)))
         self._finish(rows)
         log_metric = kwargs.get("log_metric")
         if callable(log_metric) and texts:
             log_metric(f"judge/{self.__name__}/unscored_frac", sum(r is None for r in rows) / len(rows))
             log_metric(f"judge/{self.__name__}/failures", float(self.judge.stats.failures - before))
         return list(rows)
+
+    async def _score_row(self, i: int, text: str, kwargs: dict, n: int) -> float | None:
+        """:meth:`score`, with one row's failure (odd data, an unreadable image) making that row
+        unscored (None, logged) instead of failing the batch; a rejected API key still stops."""
+        try:
+            return await self.score(i, text, kwargs, n)
+        except JudgeAuthError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the row is excluded and the reason logged
+            log.warning("reward %s: row %d unscored (%s: %s)", self.__name__, i, type(exc).__name__, exc)
+            return None
 
     def sync(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
         return run_sync(self(prompts, completions, **kwargs))
@@ -67,25 +87,33 @@ class JudgedReward:
 
 
 class MedixLLMReward(JudgedReward):
-    """MediX-R1 R_llm (003_d5d6a0d73a50ab79.txt Sec. 2.3.1 and App. A.9).
+    """MediX-R1 R_llm (003_d5d6a0d73a50ab79.txt Sec. 2.3.1 and App. A.9): 1 if the answer is
+    correct, else 0.
 
-    Parse ``<answer>``; the shared guards :func:`medrl.rewards.medix.answer_guard` decide empty,
-    one-character, placeholder (0) and exact-match (1) answers; otherwise the judge's strict
-    YES/NO gives 1/0. No ``<answer>`` block -> 0; no reference -> None; judge unscored -> None.
+    Correctness is the one per-rollout decision of :mod:`medrl.rewards.correctness`: in training
+    the trainer's ``correct`` column (decided once, shared with the other rewards); without it,
+    :func:`~medrl.rewards.correctness.decide_correct_async` in ``"auto"`` mode with this reward's
+    judge - the shared answer guard (empty, placeholder, list, hedge, negation, padding -> 0),
+    a normalised exact match (-> 1), exact match for closed questions, the judge's strict YES/NO
+    for open ones. No ``<answer>`` block -> 0; no reference -> None; judge unscored -> None.
     """
+
+    uses_correctness = True
 
     async def score(self, i: int, text: str, kwargs: dict, n: int) -> float | None:
         ref = reference_text(self._col(kwargs, "answer", n)[i])
         if ref is None:
             return None
-        pred = parse_response(text).answer
-        decided = answer_guard(pred, ref)
-        if decided is not None:
-            return float(decided)
-        question = self._col(kwargs, "question", n)[i] or ""
-        image = self._col(kwargs, "image", n)[i]
-        v = await self.judge.answer_correct(question, ref, clean_answer(pred), image=image)
-        return (1.0 if v.value else 0.0) if v.scored else None
+        if kwargs.get("correct") is not None:
+            ok = self._col(kwargs, "correct", n)[i]
+            return None if ok is None else float(bool(ok))
+        image = self._col(kwargs, "images", n)[i] if kwargs.get("images") is not None else self._col(kwargs, "image", n)[i]
+        ok = await decide_correct_async(
+            parse_response(text).answer, ref, question=self._col(kwargs, "question", n)[i], mode="auto",
+            closed=is_closed_question(answer=ref, answer_type=self._col(kwargs, "answer_type", n)[i],
+                                      open_ended=self._col(kwargs, "open_ended", n)[i]),
+            judge=self.judge, image=image)
+        return None if ok is None else float(ok)
 
 
 class MRPOProcessReward(JudgedReward):
@@ -155,7 +183,12 @@ class CAPOConsistencyReward(JudgedReward):
     leads to the answer and the answer matches its conclusion, else 0.
 
     No ``<think>`` or ``<answer>`` block (or an empty one) -> 0 without a call (nothing to be
-    consistent); judge unscored -> None. The reference answer is not needed.
+    consistent); judge unscored -> None. The judge never sees the reference (Eq. 1).
+
+    Guards (project additions, run before Eq. 1; issue 10): when the record's reference answer
+    is given and is open-ended (not yes/no), an answer that is a bare yes/no (:func:`bare_yes_no`)
+    and not the reference itself gets 0 without a call - it cannot answer the question, however
+    consistent its reasoning.
     """
 
     def __init__(self, name: str, judge: Any = "reference", judge_options: dict | None = None, r_cdr: float = 0.1):
@@ -166,15 +199,32 @@ class CAPOConsistencyReward(JudgedReward):
         parsed = parse_response(text)
         if not (parsed.reasoning or "").strip() or not clean_answer(parsed.answer):
             return 0.0
+        ref = reference_text(self._col(kwargs, "answer", n)[i])
+        if (ref is not None and not is_closed_question(answer=ref) and bare_yes_no(parsed.answer)
+                and not exact_match(parsed.answer, ref)):
+            return 0.0
         question = self._col(kwargs, "question", n)[i] or ""
         v = await self.judge.consistency(question, parsed.reasoning, parsed.answer)
         return (self.r_cdr if v.value else 0.0) if v.scored else None
+
+
+_YES_NO_WORDS = {"yes", "no", "yeah", "yep", "nope", "true", "false", "correct", "incorrect", "affirmative",
+                 "negative", "y", "n"}
+
+
+def bare_yes_no(answer: str | None) -> bool:
+    """Is the answer only a yes/no word (any case, punctuation, repeats: "Yes.", "NO!", "yes, yes")?"""
+    words = normalize_answer(answer).split()
+    return bool(words) and all(w in _YES_NO_WORDS for w in words)
 
 
 @REWARDS.register("medix_llm")
 def make_medix_llm(*, judge: Any = "reference", judge_options: dict | None = None) -> MedixLLMReward:
     """MediX-R1 R_llm with ``judge`` (see :class:`MedixLLMReward`)."""
     return MedixLLMReward("medix_llm", judge, judge_options)
+
+
+make_medix_llm.uses_correctness = True
 
 
 @REWARDS.register("mrpo_process")

@@ -6,13 +6,15 @@ A recipe file (``medrl/recipes/<name>.yaml``) has these sections, each optional 
     identification; ``paper`` names the seed file the hyperparameters come from.
 ``data``
     ``prompt_style`` (see :func:`medrl.data.to_hf_dataset`), ``open_only``, ``split``,
-    ``limit`` (first N records; the CPU profile sets it).
+    ``limit`` (first N records; the CPU profile sets it), ``rationales`` (MedThink file),
+    ``require_gold_reasoning`` and ``refine`` (see :func:`medrl.train.pipeline.load_training_records`).
 ``rewards``
     list of ``{name, weight, options}``; ``name`` is a factory in :data:`medrl.rewards.REWARDS`.
 ``algorithm``
     what medrl adds to TRL: ``advantage`` (``grpo`` = TRL's sequence advantage, ``mrpo`` =
     step-aware token advantages), the ``mrpo`` shaping options, the ``capo`` corrupted-image
-    rollouts, ``unscorable`` (how a ``None`` reward is treated) and ``log_rewards``.
+    rollouts, ``unscorable`` (how a ``None`` reward is treated), ``log_rewards`` and
+    ``log_credit_every`` / ``log_credit_rollouts`` (``credit.jsonl``, :mod:`medrl.train.credit`).
 ``grpo``
     fields of TRL's :class:`trl.GRPOConfig`, passed through unchanged (loss_type, beta,
     epsilon, vLLM, DeepSpeed/FSDP, ...). Unknown fields are an error naming the recipe file.
@@ -20,9 +22,14 @@ A recipe file (``medrl/recipes/<name>.yaml``) has these sections, each optional 
     options of the SFT stage (``medrl.train.sft``) for multi-stage recipes and ``sft.yaml``.
 ``stages``
     multi-stage pipelines (ARMed, StepGRPO): a list of ``{name, kind, options}`` with kind
-    ``rl`` | ``sft`` | ``knowledge_injection`` | ``key_steps``; see :mod:`medrl.train.pipeline`.
+    ``rl`` | ``sft`` | ``knowledge_injection`` | ``key_steps`` | ``refine``; see
+    :mod:`medrl.train.pipeline` (``data.refine: true`` prepends ``refine`` to any recipe).
 ``profiles``
     per-recipe overlays merged on top of the shared ones in ``profiles.yaml``.
+``encoders``
+    ``substitute``: ``auto`` (default) | ``true`` | ``false`` - when the offline MiniLM replaces
+    the papers' encoders named in reward options (:func:`medrl.embeddings.substitute_encoders`);
+    the resolved section adds ``used`` and ``substitutions`` (written to ``config.yaml``).
 
 Resolution order: recipe file < shared profile < the recipe's own profile < ``--set`` overrides
 (``grpo.learning_rate=1e-5``; the value is parsed as YAML). Dicts merge key by key; lists and
@@ -44,7 +51,14 @@ RECIPE_DIR = Path(__file__).resolve().parents[1] / "recipes"
 PROFILES_FILE = RECIPE_DIR / "profiles.yaml"
 _NOT_RECIPES = {"profiles"}
 
-SECTIONS = ("name", "description", "paper", "data", "rewards", "algorithm", "grpo", "sft", "stages", "profiles")
+SECTIONS = ("name", "description", "paper", "data", "rewards", "algorithm", "grpo", "sft", "stages", "profiles",
+            "encoders", "judge")
+
+#: Defaults of the ``judge`` section: ``images`` (true | false | auto: on for an ``openai:``
+#: judge, off for the text-only reference judge) sends each record's image, downscaled to
+#: ``image_max_side`` px (JPEG), with answer-correctness and step-verification requests
+#: (MRPO 000_20b05565d28598f4.txt App. H.1-H.2); ``--judge-images`` turns it on.
+JUDGE_DEFAULTS: dict[str, Any] = {"images": False, "image_max_side": 768}
 
 #: Defaults of the ``algorithm`` section (what a recipe does not say).
 ALGORITHM_DEFAULTS: dict[str, Any] = {
@@ -65,6 +79,15 @@ ALGORITHM_DEFAULTS: dict[str, Any] = {
     "unscorable": "exclude",
     # Reward names logged as medrl/answer_reward and medrl/process_reward (MRPO App. G curves).
     "log_rewards": {"answer": None, "process": None},
+    # How "is this rollout's answer correct?" is decided, once per rollout, for every reward that
+    # needs it (CAPO R_DAR/R_PCR, StepRAR, MediX-R1 R_llm): auto | exact | judge | embedding.
+    # auto = the judge for open-ended records when a judge is configured, exact match for closed
+    # ones (medrl.rewards.correctness).
+    "correctness": "auto",
+    # Every N optimizer steps (0 = off), the first log_credit_rollouts rollouts of the batch with
+    # their token advantages as the loss uses them -> <run>/credit.jsonl (medrl.train.credit).
+    "log_credit_every": 10,
+    "log_credit_rollouts": 4,
 }
 
 CAPO_DEFAULTS: dict[str, Any] = {
@@ -74,7 +97,7 @@ CAPO_DEFAULTS: dict[str, Any] = {
 }
 
 
-STAGE_KINDS = ("rl", "sft", "knowledge_injection", "key_steps")
+STAGE_KINDS = ("rl", "sft", "knowledge_injection", "key_steps", "refine")
 
 
 class RecipeError(ValueError):
@@ -95,6 +118,8 @@ class Recipe:
     grpo: dict = field(default_factory=dict)
     sft: dict = field(default_factory=dict)
     stages: list = field(default_factory=list)
+    encoders: dict = field(default_factory=dict)
+    judge: dict = field(default_factory=lambda: dict(JUDGE_DEFAULTS))
     profile: str | None = None
     overrides: list = field(default_factory=list)
 
@@ -202,6 +227,7 @@ def load_recipe(
         keys, value = parse_override(text)
         _set_path(raw, keys, value)
 
+    rewards, encoders = _resolve_encoders(path, list(raw.get("rewards") or []), raw.get("encoders"))
     algorithm = deep_merge(ALGORITHM_DEFAULTS, raw.get("algorithm") or {})
     if algorithm.get("capo"):
         algorithm["capo"] = deep_merge(CAPO_DEFAULTS, algorithm["capo"])
@@ -211,16 +237,39 @@ def load_recipe(
         description=str(raw.get("description") or "").strip(),
         paper=str(raw.get("paper") or ""),
         data=dict(raw.get("data") or {}),
-        rewards=list(raw.get("rewards") or []),
+        rewards=rewards,
         algorithm=algorithm,
         grpo=dict(raw.get("grpo") or {}),
         sft=dict(raw.get("sft") or {}),
         stages=list(raw.get("stages") or []),
+        encoders=encoders,
+        judge=deep_merge(JUDGE_DEFAULTS, raw.get("judge") or {}),
         profile=profile,
         overrides=overrides,
     )
     validate_recipe(recipe)
     return recipe
+
+
+def _resolve_encoders(path: Path, rewards: list, section: Any) -> tuple[list, dict]:
+    """The ``encoders`` section: ``substitute`` (auto | true | false, see
+    :func:`medrl.embeddings.substitute_encoders`) applied to the rewards' encoder options;
+    the resolved section lists the encoders used and every offline substitution (logged)."""
+    import logging
+
+    from medrl.embeddings import recipe_encoders, substitute_encoders
+
+    section = dict(section or {})
+    mode = section.get("substitute", "auto")
+    try:
+        rewards, subs = substitute_encoders(rewards, mode)
+    except ValueError as exc:
+        raise RecipeError(f"{path}: {exc}") from None
+    for s in subs:
+        logging.getLogger("medrl.train").warning(
+            "offline encoder substitute: reward %s option %s uses %s instead of the paper's %s",
+            s["reward"], s["option"], s["used"], s["paper_model"])
+    return rewards, {**section, "substitute": mode, "used": recipe_encoders(rewards), "substitutions": subs}
 
 
 def validate_recipe(recipe: Recipe) -> None:
@@ -235,6 +284,15 @@ def validate_recipe(recipe: Recipe) -> None:
         w = r.get("weight", 1.0)
         if not isinstance(w, (int, float)):
             raise RecipeError(f"{where}: rewards[{i}] ({r['name']}): weight must be a number, got {w!r}")
+    judge = recipe.judge or {}
+    extra = set(judge) - set(JUDGE_DEFAULTS)
+    if extra:
+        raise RecipeError(f"{where}: judge: unknown key(s) {sorted(extra)}; allowed: {sorted(JUDGE_DEFAULTS)}")
+    if judge.get("images") not in (True, False, "auto"):
+        raise RecipeError(f"{where}: judge.images must be true, false or auto, got {judge.get('images')!r}")
+    side = judge.get("image_max_side")
+    if isinstance(side, bool) or not isinstance(side, int) or side < 16:
+        raise RecipeError(f"{where}: judge.image_max_side must be an integer of at least 16 pixels, got {side!r}")
     alg = recipe.algorithm
     if alg["advantage"] not in ("grpo", "mrpo"):
         raise RecipeError(f"{where}: algorithm.advantage must be 'grpo' or 'mrpo', got {alg['advantage']!r}")
@@ -242,6 +300,13 @@ def validate_recipe(recipe: Recipe) -> None:
         raise RecipeError(
             f"{where}: algorithm.unscorable must be 'exclude' or 'per_reward', got {alg['unscorable']!r}"
         )
+    for key in ("log_credit_every", "log_credit_rollouts"):
+        v = alg.get(key)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise RecipeError(f"{where}: algorithm.{key} must be a non-negative integer, got {v!r}")
+    if alg.get("correctness") not in ("auto", "exact", "judge", "embedding"):
+        raise RecipeError(f"{where}: algorithm.correctness must be auto, exact, judge or embedding, "
+                          f"got {alg.get('correctness')!r}")
     mrpo = alg["mrpo"]
     if mrpo["shaping"] not in ("exponential", "linear", "quadratic", "uniform"):
         raise RecipeError(f"{where}: algorithm.mrpo.shaping {mrpo['shaping']!r} is not one of "
@@ -348,9 +413,14 @@ def build_reward_funcs(recipe: Recipe, judge: Any = None) -> tuple[list, list[fl
 
 
 def recipe_uses_judge(recipe: Recipe) -> bool:
-    """Whether any of the recipe's reward factories takes a ``judge``."""
+    """Whether any of the recipe's reward factories takes a ``judge``, or a reward reads the
+    shared correctness decision and ``algorithm.correctness`` may ask a judge (auto, judge)."""
     import inspect
 
     from medrl.rewards import REWARDS
 
-    return any("judge" in inspect.signature(REWARDS.get(r["name"])).parameters for r in recipe.rewards)
+    factories = [REWARDS.get(r["name"]) for r in recipe.rewards]
+    if any("judge" in inspect.signature(f).parameters for f in factories):
+        return True
+    mode = (recipe.algorithm or {}).get("correctness", "auto")
+    return mode in ("auto", "judge") and any(getattr(f, "uses_correctness", False) for f in factories)

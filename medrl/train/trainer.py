@@ -29,7 +29,15 @@ DAPO, Dr. GRPO, GSPO, GDPO's normalize-then-sum), KL, vLLM and scale-out. This s
    ``completions/mean_length``: ``answer_reward`` and ``process_reward`` (MRPO App. G curves),
    ``ffp/early|mid|late|no_ffp`` (share of judged rollouts whose first failure falls in each
    stage, MRPO Sec. 5.3), ``judge/calls|cache_hits|failures`` (per step), and MRPO's
-   ``mrpo/reshaped_frac``.
+   ``mrpo/reshaped_frac``, ``correctness/correct_frac``.
+6. **One correctness decision per rollout** (issue 10.4). Before TRL calls the rewards, every
+   rollout's answer (and every CAPO corrupted rollout's) is decided once by
+   :func:`medrl.rewards.correctness.correctness_column` with ``algorithm.correctness`` and the
+   run's judge; the verdicts reach CAPO R_DAR/R_PCR, StepRAR and MediX-R1 R_llm as the
+   ``correct`` / ``corrupted_correct`` columns, so no rollout is judged twice.
+7. **Credit evidence** (issue 15): every ``algorithm.log_credit_every`` steps the main process
+   appends a few rollouts with the token advantages exactly as ``_compute_loss`` receives them
+   to ``<output_dir>/credit.jsonl`` (:mod:`medrl.train.credit`; ``medrl analyze credit``).
 
 Token alignment (MRPO). A step's span is in characters of the decoded completion text (the text
 TRL gave the reward functions). Token offsets come from re-tokenising that text with
@@ -51,6 +59,7 @@ import torch
 from trl import GRPOTrainer
 
 from medrl.train import callbacks
+from medrl.train.credit import CreditWriter
 
 from medrl.train.recipes import ALGORITHM_DEFAULTS, CAPO_DEFAULTS, deep_merge
 
@@ -148,15 +157,24 @@ class MedGRPOTrainer(GRPOTrainer):
         logged = alg.get("log_rewards") or {}
         self._log_idx = {k: names.index(v) for k, v in logged.items() if v in names}
         self._judge_seen = self._judge_counts()
+        if alg.get("correctness") == "judge" and judge is None and any(getattr(f, "uses_correctness", False)
+                                                                       for f in self.reward_funcs):
+            raise ValueError("algorithm.correctness = 'judge' needs a judge (MedGRPOTrainer(judge=...))")
         self._last_rewards = None
         self._last_texts: list[str] = []
         self._last_ids: list[list[int]] = []
+        # issue 15: a few rollouts with their token advantages -> <output_dir>/credit.jsonl
+        self._credit = CreditWriter(self.args.output_dir, alg["log_credit_every"], alg["log_credit_rollouts"])
 
     # ---------------------------------------------------------------- rewards
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         from medrl.parsing import completion_text
+        from medrl.train.guards import check_reasoning_kept, uses_parsed_content
 
+        if uses_parsed_content(self._tokenizer):  # TRL's parse_response path may drop <think>
+            check_reasoning_kept(completions, completion_ids_list, self._tokenizer)
+        self._shared_correctness(inputs, completions)
         rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         if self.medrl_algorithm["unscorable"] == "exclude":
             rewards = rewards.clone()
@@ -165,6 +183,36 @@ class MedGRPOTrainer(GRPOTrainer):
         self._last_texts = [completion_text(c) for c in completions]
         self._last_ids = [list(ids) for ids in completion_ids_list]
         return rewards
+
+    def _shared_correctness(self, inputs: list[dict], completions) -> None:
+        """Decide every rollout's correctness once (and every CAPO corrupted rollout's), for all
+        rewards that read it: the ``correct`` / ``corrupted_correct`` columns
+        (:func:`medrl.rewards.correctness.correctness_column`, mode ``algorithm.correctness``)."""
+        from medrl.parsing import completion_text, parse_response
+        from medrl.rewards.correctness import correctness_column, uses_correctness, uses_corrupted_correctness
+
+        if not inputs or not any(uses_correctness(f) for f in self.reward_funcs):
+            return
+        texts = {"correct": [completion_text(c) for c in completions]}
+        if CORRUPTED_COLUMN in inputs[0] and any(uses_corrupted_correctness(f) for f in self.reward_funcs):
+            texts["corrupted_correct"] = [x[CORRUPTED_COLUMN] for x in inputs]
+        key = "images" if "images" in inputs[0] else "image"
+        k = len(texts)
+        ok = correctness_column(
+            [parse_response(t).answer for col in texts.values() for t in col],
+            [x.get("answer") for x in inputs] * k, questions=[x.get("question") for x in inputs] * k,
+            answer_types=[x.get("answer_type") for x in inputs] * k,
+            open_ended=[x.get("open_ended") for x in inputs] * k, images=[x.get(key) for x in inputs] * k,
+            mode=self.medrl_algorithm.get("correctness", "auto"), judge=self.judge,
+        )
+        n = len(inputs)
+        for j, name in enumerate(texts):
+            for x, v in zip(inputs, ok[j * n:(j + 1) * n]):
+                x[name] = v
+        decided = [v for v in ok[:n] if v is not None]
+        if decided:
+            mode = "train" if self.model.training else "eval"
+            self._metrics[mode]["correctness/correct_frac"].append(sum(decided) / len(decided))
 
     # ---------------------------------------------------------------- batch
 
@@ -186,11 +234,15 @@ class MedGRPOTrainer(GRPOTrainer):
             loss_mask = out["completion_mask"] * out["tool_mask"] if "tool_mask" in out else out["completion_mask"]
             out["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
         step_valid = self._step_validity(n)
+        seq_advantages = out["advantages"]  # (B,) A_i, before MRPO shaping
         if self.medrl_algorithm["advantage"] == "mrpo":
             out["advantages"] = self._mrpo_advantages(out, local, step_valid, mode)
         self._log_medrl_metrics(mode, step_valid)
         if mode == "train":
             self._write_reward_samples()
+        # keep last: logs out["advantages"] exactly as _compute_loss will receive them
+        if mode == "train" and self._credit.due(self.state.global_step) and self.accelerator.is_main_process:
+            self._credit.log(self, inputs, out, seq_advantages, local, step_valid)
         return out
 
     def _write_reward_samples(self) -> None:
@@ -198,7 +250,6 @@ class MedGRPOTrainer(GRPOTrainer):
         ``<output_dir>/reward_samples.jsonl`` (``{"step", "bertscore": [...],
         "bertscore_adaptive": [...], ...}``): the input of ARMed Fig. 3 in
         ``medrl analyze training RUN --samples RUN/reward_samples.jsonl``."""
-        import json
         import os
 
         row: dict[str, Any] = {}
@@ -212,9 +263,9 @@ class MedGRPOTrainer(GRPOTrainer):
                 row[f"{k}_adaptive"] = [float(v) for v in adapted.get(k, []) if v is not None]
         if row and self.accelerator.is_main_process:
             row = {"step": int(self.state.global_step), **row}
-            os.makedirs(self.args.output_dir, exist_ok=True)
-            with open(os.path.join(self.args.output_dir, "reward_samples.jsonl"), "a", encoding="utf-8") as f:
-                f.write(json.dumps(row) + "\n")
+            from medrl.jsonl import append_jsonl
+
+            append_jsonl(os.path.join(self.args.output_dir, "reward_samples.jsonl"), [row], fsync=False)
 
     def _step_validity(self, n: int) -> list[list[bool] | None] | None:
         """Per local rollout, the judge's step validities from the process reward, or None."""
