@@ -6,12 +6,14 @@ The rollout format shared by the papers (MediX-R1 003_d5d6a0d73a50ab79.txt Sec. 
     [<MODALITY_TAG>] <think> reasoning </think> <answer> answer </answer>
 
 Parsing is tolerant of tag case and stray whitespace inside the brackets (``< THINK >``) and
-never raises on arbitrary text.
+never raises on arbitrary text. The last section maps a generated completion's token ids to
+character offsets of its decoded text (what MRPO's step -> token alignment and the credit log need).
 """
 
 from __future__ import annotations
 
 import re
+from typing import Sequence
 
 from medrl.types import ParsedResponse, Step
 
@@ -49,7 +51,8 @@ def is_well_formed(text: str) -> bool:
 
     From the first ``<think>`` to the end (trailing whitespace ignored) the text must be exactly
     one ``<think>...</think>``, optional whitespace, one ``<answer>...</answer>``; neither block
-    may contain another think/answer tag. Project choice: the papers' regex
+    may contain another think/answer tag, and no think/answer tag may come before the first
+    ``<think>`` (an answer block must follow the reasoning, issue 10). Project choice: the papers' regex
     ``<think>.*?</think>\\s*<answer>.*?</answer>`` with ``fullmatch`` would also accept a second
     answer block hidden inside the first, which we reject.
     """
@@ -59,6 +62,8 @@ def is_well_formed(text: str) -> bool:
     if think is None:
         return False
     o_start, t_in, t_out, t_end = think
+    if _ANY_TAG.search(text, 0, o_start):  # a stray <answer> (or </think>) before the reasoning block
+        return False
     if _ANY_TAG.search(text, t_in, t_out):
         return False
     rest = text[t_end:]
@@ -330,3 +335,54 @@ def step_token_spans(text: str, steps: list[Step], offsets) -> list[tuple[int, i
         spans.append((s, e))
         prev = e
     return spans
+
+
+def prediction_text(output: str) -> str:
+    """The part of an output the judge may see (MediX-R1 Sec. 3: chains of thought stripped).
+
+    The ``<answer>`` block if present; else the text after the last ``</think>``; else the
+    whole output. Always stripped.
+    """
+    parsed = parse_response(output or "")
+    if parsed.answer is not None:
+        return parsed.answer.strip()
+    tail = re.split(r"<\s*/\s*think\s*>", output or "", flags=re.IGNORECASE)
+    return tail[-1].strip()
+
+
+# ---------------------------------------------------------------- token offsets of a completion
+def completion_token_offsets(tokenizer, text: str, ids: Sequence[int]) -> list[tuple[int, int]]:
+    """Character offsets ``(start, end)`` into ``text`` of each generated token id.
+
+    ``text`` is ``tokenizer.decode(ids, skip_special_tokens=True)`` (what TRL hands to reward
+    functions); the result has exactly ``len(ids)`` entries. Exact path: re-tokenising ``text`` with
+    ``return_offsets_mapping`` reproduces ``ids`` (trailing special tokens such as EOS, which
+    decoding drops, get an empty offset at the end of the text). Otherwise (a non-canonical
+    tokenisation was sampled, or special tokens sit mid-text): :func:`prefix_decode_offsets`.
+    """
+    ids = [int(t) for t in ids]
+    n = len(ids)
+    if getattr(tokenizer, "is_fast", False):
+        enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        re_ids, offs = list(enc["input_ids"]), enc["offset_mapping"]
+        m = len(re_ids)
+        special = set(getattr(tokenizer, "all_special_ids", []) or [])
+        if m <= n and re_ids == ids[:m] and all(t in special for t in ids[m:]):
+            end = len(text)
+            return [(int(a), int(b)) for a, b in offs] + [(end, end)] * (n - m)
+    return prefix_decode_offsets(tokenizer, ids)
+
+
+def prefix_decode_offsets(tokenizer, ids: Sequence[int]) -> list[tuple[int, int]]:
+    """Offsets by decoding ``ids[:t+1]`` for every t (O(T^2) decoding; the fallback path).
+
+    Token t covers the characters its prefix adds; ends are kept non-decreasing (a partial
+    multi-byte character may decode to a replacement char that the next token resolves).
+    """
+    out, prev = [], 0
+    for t in range(len(ids)):
+        cur = len(tokenizer.decode(list(ids[: t + 1]), skip_special_tokens=True))
+        cur = max(cur, prev)
+        out.append((prev, cur))
+        prev = cur
+    return out

@@ -195,7 +195,7 @@ def test_text_only_mcq_medqa_medmcqa_pubmedqa(tmp_path):
 
 
 def test_data_inspect_counts_and_suite_presence(tmp_path, capsys):
-    from medrl.data.benchmarks import suite_specs
+    from medrl.data.loaders import suite_specs
 
     _slake_flat(tmp_path / "slake_hf")
     (tmp_path / "medqa").mkdir()

@@ -247,7 +247,7 @@ def check_mrpo_alignment(family, path, records, judge, tmp_path, overrides=()):
     from medrl.data import to_hf_dataset
     from medrl.parsing import step_token_spans
     from medrl.train.teacher import install_teacher
-    from medrl.train.trainer import completion_token_offsets
+    from medrl.parsing import completion_token_offsets
 
     _, tr = _rl_trainer("mrpo", path, records, judge, tmp_path,
                         overrides=[f"grpo.max_completion_length={MAX_LEN + 16}", "grpo.per_device_train_batch_size=4",

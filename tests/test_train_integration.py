@@ -250,7 +250,7 @@ def test_mrpo_token_advantages_and_loss_terms_differ_from_grpo_exactly_on_shaped
     import math
 
     from medrl.parsing import step_token_spans
-    from medrl.train.trainer import completion_token_offsets
+    from medrl.parsing import completion_token_offsets
 
     tr, inputs = _fixed_batch_trainer("mrpo", tiny, records, judge, tmp_path)
     tok = tr._tokenizer

@@ -171,7 +171,7 @@ class _CharTokenizer:
 
 
 def test_prefix_decoding_offsets_cover_each_token():
-    from medrl.train.trainer import completion_token_offsets
+    from medrl.parsing import completion_token_offsets
 
     text = "ab c"
     ids = [ord(c) for c in text] + [0]  # EOS is dropped by decoding: empty span at the end
@@ -184,7 +184,7 @@ def test_fast_tokenizer_offsets_match_step_spans():
     from transformers import PreTrainedTokenizerFast
 
     from medrl.parsing import completion_steps, step_token_spans
-    from medrl.train.trainer import completion_token_offsets, prefix_decode_offsets
+    from medrl.parsing import completion_token_offsets, prefix_decode_offsets
 
     raw = Tokenizer(models.BPE(unk_token="[UNK]"))
     raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)

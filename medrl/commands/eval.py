@@ -56,7 +56,10 @@ def add_arguments(p) -> None:
     p.add_argument("--data", nargs="+", default=[], metavar="SPEC", help="in-domain datasets, e.g. vqa_rad:test")
     p.add_argument("--ood", nargs="+", default=[], metavar="SPEC", help="out-of-domain datasets")
     p.add_argument("--out", required=True, help="output folder (resumed when it exists)")
-    p.add_argument("--judge", default="reference", help="judge spec: reference | openai:<model> (default: reference)")
+    p.add_argument("--judge", default="reference",
+                   help="judge spec: reference | openai:<model> (default: reference). The reference judge is a "
+                        "rule-based heuristic for offline smoke runs, not a substitute for an LLM judge; its "
+                        "agreement with human labels on the shipped set is in docs/judges.md (medrl judge-bench)")
     p.add_argument("--judge-base-url", default=None, help="OpenAI-compatible endpoint for the judge")
     p.add_argument("--judge-api-key-env", default="OPENAI_API_KEY", help="env var holding the judge API key")
     p.add_argument("--judge-cache", default=None, help="SQLite cache file for judge replies")
@@ -233,7 +236,7 @@ def _apply_suite(args) -> None:
     missing ones are listed (with where to get them) and skipped."""
     import sys
 
-    from medrl.data.benchmarks import suite_specs
+    from medrl.data.loaders import suite_specs
 
     present, missing = suite_specs(args.suite, args.data_dir)
     for name, why in missing:

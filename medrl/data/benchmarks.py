@@ -458,26 +458,3 @@ def load_pubmedqa(data_dir: Path, split: str | None = "test", *, path: str | Non
         out.append(mcq_record(rid=f"pubmedqa-{r['pubid']}", question=q, options=options,
                               answer_index=options.index(dec), images=[], split=s, source="pubmedqa", where=where))
     return out
-
-
-# --------------------------------------------------------------------------- suites
-def suite_specs(name: str, data_dir: str | Path | None = None) -> tuple[list[str], list[tuple[str, str]]]:
-    """``(present specs, [(missing spec, why)])`` of a suite under ``data_dir``: a benchmark is
-    present when its loader finds its files (a local copy's own layout, or its HF copy)."""
-    from medrl.data.loaders import find_source
-    from medrl.paths import data_root
-
-    if name not in SUITES:
-        raise ValueError(f"unknown suite {name!r}; known: {', '.join(SUITES)}")
-    root = Path(data_root(data_dir))
-    present, missing = [], []
-    for spec, url in SUITES[name]:
-        src, _, split = spec.partition(":")
-        alt = _SUITE_FALLBACK.get(src)
-        if find_source(src, root) is not None:
-            present.append(spec)
-        elif alt and find_source(alt, root) is not None:
-            present.append(f"{alt}:{split}" if split else alt)
-        else:
-            missing.append((spec, f"get it from {url}"))
-    return present, missing

@@ -59,6 +59,28 @@ def find_source(name: str, data_dir: str | os.PathLike) -> Path | None:
         return None
 
 
+def suite_specs(name: str, data_dir: str | Path | None = None) -> tuple[list[str], list[tuple[str, str]]]:
+    """``(present specs, [(missing spec, why)])`` of a suite under ``data_dir``: a benchmark is
+    present when its loader finds its files (a local copy's own layout, or its HF copy)."""
+    from medrl.data.benchmarks import _SUITE_FALLBACK, SUITES
+    from medrl.paths import data_root
+
+    if name not in SUITES:
+        raise ValueError(f"unknown suite {name!r}; known: {', '.join(SUITES)}")
+    root = Path(data_root(data_dir))
+    present, missing = [], []
+    for spec, url in SUITES[name]:
+        src, _, split = spec.partition(":")
+        alt = _SUITE_FALLBACK.get(src)
+        if find_source(src, root) is not None:
+            present.append(spec)
+        elif alt and find_source(alt, root) is not None:
+            present.append(f"{alt}:{split}" if split else alt)
+        else:
+            missing.append((spec, f"get it from {url}"))
+    return present, missing
+
+
 def parse_source(source: str) -> tuple[str, str | None, str | None]:
     """``"vqa_rad:test"`` -> ("vqa_rad", None, "test"); ``"jsonl:/x.jsonl"`` -> ("jsonl", "/x.jsonl", None)."""
     if source.startswith(("jsonl:", "hf:")):

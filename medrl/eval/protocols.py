@@ -143,7 +143,7 @@ def exact_correct(row: dict) -> bool | None:
 
     pred = row.get("prediction")
     if pred is None:
-        from medrl.eval.scoring import prediction_text
+        from medrl.parsing import prediction_text
 
         pred = prediction_text(row.get("output") or "")
     ch = choices_of(row)

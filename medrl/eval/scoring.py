@@ -33,27 +33,13 @@ from typing import Any, Sequence
 
 from medrl.answer_guard import guard_answer
 from medrl.judges.base import gather_bounded, run_sync
-from medrl.parsing import completion_steps, parse_response
+from medrl.parsing import completion_steps, parse_response, prediction_text  # noqa: F401 (re-exported)
 
 RUBRICS = ("binary", "report")
 TEXT_METRICS = ("rouge1", "bleu1", "bertscore", "cosine", "hss")
 #: Every score key a scored row may carry, in report order.
 SCORE_KEYS = ("judge_binary", "judge_report", "judge_answer", "exact") + TEXT_METRICS
 
-_CLOSE_THINK = re.compile(r"<\s*/\s*think\s*>", re.IGNORECASE)
-
-
-def prediction_text(output: str) -> str:
-    """The part of an output the judge may see (MediX-R1 Sec. 3: chains of thought stripped).
-
-    The ``<answer>`` block if present; else the text after the last ``</think>``; else the
-    whole output. Always stripped.
-    """
-    parsed = parse_response(output or "")
-    if parsed.answer is not None:
-        return parsed.answer.strip()
-    tail = _CLOSE_THINK.split(output or "")
-    return tail[-1].strip()
 
 
 def is_empty_answer(prediction: str) -> bool:
@@ -398,4 +384,7 @@ def load_run(run_dir) -> list[dict]:
     path = Path(run_dir) / "outputs.jsonl"
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: is {run_dir} a finished `medrl eval` folder?")
-    return read_jsonl(path)
+    rows: dict = {}
+    for r in read_jsonl(path):  # a re-scored row is appended: the last row of a key wins
+        rows[r.get("key", len(rows))] = r
+    return list(rows.values())

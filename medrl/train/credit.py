@@ -152,8 +152,7 @@ class CreditWriter:
         from scoring this batch.
         """
         from medrl.jsonl import append_jsonl
-        from medrl.parsing import completion_steps, step_token_spans
-        from medrl.train.trainer import completion_token_offsets
+        from medrl.parsing import completion_steps, completion_token_offsets, step_token_spans
 
         alg = trainer.medrl_algorithm
         names = list(trainer.reward_func_names)

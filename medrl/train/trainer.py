@@ -58,6 +58,7 @@ from typing import Any, Sequence
 import torch
 from trl import GRPOTrainer
 
+from medrl.parsing import completion_token_offsets, prefix_decode_offsets  # noqa: F401 (re-exported)
 from medrl.train import callbacks
 from medrl.train.credit import CreditWriter
 
@@ -66,45 +67,6 @@ from medrl.train.recipes import ALGORITHM_DEFAULTS, CAPO_DEFAULTS, deep_merge
 log = logging.getLogger(__name__)
 
 CORRUPTED_COLUMN = "corrupted_completions"  # read by medrl.rewards.capo (capo_perception)
-
-
-# --------------------------------------------------------------------------------------------
-# Token offsets of a generated completion
-
-
-def completion_token_offsets(tokenizer, text: str, ids: Sequence[int]) -> list[tuple[int, int]]:
-    """Character offsets ``(start, end)`` into ``text`` of each generated token id.
-
-    ``text`` is ``tokenizer.decode(ids, skip_special_tokens=True)`` (what TRL hands to reward
-    functions); the result has exactly ``len(ids)`` entries. See the module docstring for the
-    exact path (re-tokenisation) and the fallback (prefix decoding).
-    """
-    ids = [int(t) for t in ids]
-    n = len(ids)
-    if getattr(tokenizer, "is_fast", False):
-        enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-        re_ids, offs = list(enc["input_ids"]), enc["offset_mapping"]
-        m = len(re_ids)
-        special = set(getattr(tokenizer, "all_special_ids", []) or [])
-        if m <= n and re_ids == ids[:m] and all(t in special for t in ids[m:]):
-            end = len(text)
-            return [(int(a), int(b)) for a, b in offs] + [(end, end)] * (n - m)
-    return prefix_decode_offsets(tokenizer, ids)
-
-
-def prefix_decode_offsets(tokenizer, ids: Sequence[int]) -> list[tuple[int, int]]:
-    """Offsets by decoding ``ids[:t+1]`` for every t (O(T^2) decoding; the fallback path).
-
-    Token t covers the characters its prefix adds; ends are kept non-decreasing (a partial
-    multi-byte character may decode to a replacement char that the next token resolves).
-    """
-    out, prev = [], 0
-    for t in range(len(ids)):
-        cur = len(tokenizer.decode(list(ids[: t + 1]), skip_special_tokens=True))
-        cur = max(cur, prev)
-        out.append((prev, cur))
-        prev = cur
-    return out
 
 
 def _stable_seed(*parts: Any) -> int:

@@ -55,13 +55,13 @@ def paired_statistics(rep: Report, ctx) -> None:
     CI; :func:`medrl.eval.stats.paired_comparison`) and a plain sentence on significance."""
     from medrl.eval.stats import paired_comparison
 
-    from medrl.commands.demo_pipeline.report import correct_of
+    from medrl.eval.scoring import output_correct
 
     rows = {m: {r["key"]: r for r in ctx.evals[m][1]} for m in MODELS}
     table, results = [], {}
     for a, b in PAIRS:
         keys = [k for k in rows[a] if k in rows[b]]
-        res = paired_comparison([correct_of(rows[a][k]) for k in keys], [correct_of(rows[b][k]) for k in keys],
+        res = paired_comparison([output_correct(rows[a][k]) for k in keys], [output_correct(rows[b][k]) for k in keys],
                                 alpha=ALPHA, seed=ctx.config.seed)
         results[(a, b)] = res
         table.append([f"{LABELS[a]} -> {LABELS[b]}", res["n"], fmt(res["a_acc"], pct=True), fmt(res["b_acc"], pct=True),

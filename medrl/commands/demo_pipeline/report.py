@@ -12,6 +12,7 @@ from pathlib import Path
 from medrl.commands.demo_pipeline.settings import EVAL_DATASET, LABELS, MODELS, STATE_FILE, DemoConfig
 from medrl.commands.demo_pipeline.stages import StageRunner, fmt_secs
 from medrl.eval.report import Report, fmt
+from medrl.eval.scoring import output_correct
 
 log = logging.getLogger(__name__)
 
@@ -347,12 +348,6 @@ def example_text(rows_by_model: dict[str, dict], key: str) -> str:
     return "\n".join(parts)
 
 
-def correct_of(row: dict) -> bool | None:
-    """The judge's binary verdict of an eval row (None = unscored)."""
-    c = row.get("scores", {}).get("judge_binary")
-    return None if c is None else c >= 0.5
-
-
 def pick_examples(rows_by_model: dict[str, dict], n: int = 3) -> list[str]:
     """Keys of up to ``n`` test records: first where GRPO and MRPO differ in correctness, then
     where their first failure differs, then the first records (deterministic order)."""
@@ -364,7 +359,7 @@ def pick_examples(rows_by_model: dict[str, dict], n: int = 3) -> list[str]:
         return None if sv is None else [bool(v["gold_alignment"] or v["answer_contribution"]) for v in sv]
 
     chosen: list[str] = []
-    for test in (lambda k: correct_of(grpo[k]) != correct_of(mrpo[k]),
+    for test in (lambda k: output_correct(grpo[k]) != output_correct(mrpo[k]),
                  lambda k: flags(grpo[k]) != flags(mrpo[k]),
                  lambda k: True):
         for k in keys:
