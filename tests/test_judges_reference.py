@@ -58,9 +58,9 @@ def test_answer_correctness_rules(ref, pred, ok):
 
 
 def test_embedding_similarity_is_the_last_resort():
-    # canonical tokens differ ('calcification' vs 'calcified'): lexical rules fail, MiniLM cosine 0.89 >= 0.8
-    assert correct("calcification", "calcified") is False
-    assert correct("calcification", "calcified", judge=ReferenceJudge(use_embeddings=True)) is True
+    # canonical tokens differ ('low' vs 'reduced'): lexical rules fail (F1 0.5), MiniLM cosine 0.89 >= 0.8
+    assert correct("low perfusion", "reduced perfusion") is False
+    assert correct("low perfusion", "reduced perfusion", judge=ReferenceJudge(use_embeddings=True)) is True
     assert correct("heart", "lung", judge=ReferenceJudge(use_embeddings=True)) is False
 
 
@@ -147,5 +147,6 @@ def test_audit_and_key_steps():
     ks = run_sync(J.extract_key_steps("Where is the mass?", "Left kidney",
                                       "Let me think. This is an axial CT of the abdomen. A hypodense mass is in "
                                       "the left kidney. So the answer is left kidney."))
-    assert ks.value == ["axial ct abdomen", "hypodensity mass left kidney", "left kidney"]
+    # short spans copied from the reasoning (StepGRPO: the core few words), meta-talk skipped
+    assert ks.value == ["axial CT of the abdomen", "mass is in the left kidney", "left kidney"]
     assert not run_sync(J.extract_key_steps("q", "a", "  ")).scored

@@ -42,15 +42,16 @@ def test_modality_reward():
         modality_reward("<CT_SCAN>", "not a modality")
 
 
-def test_modality_callable_none_without_tag():
+def test_modality_callable_zero_without_tag():
+    # issue 13: a record without a tag scores 0 (counted), never None - no rollout is excluded for it
     fn = REWARDS.get("modality")()
     comps = [resp("a", prefix="<X_RAY> "), resp("a", prefix="<CT_SCAN> "), resp("a"), resp("a", prefix="<X_RAY>")]
     out = fn(["p"] * 4, comps, modality_tag=["X_RAY", "X_RAY", "X_RAY", None], modality=[None, None, None, None])
-    assert out == [1.0, 0.0, 0.0, None]
+    assert out == [1.0, 0.0, 0.0, 0.0] and fn.counts["untagged"] == 1
     # falls back to mapping the raw modality name when the tag column is empty
     assert fn(["p"], [resp("a", prefix="<CT_SCAN>")], modality_tag=[None], modality=["CT"]) == [1.0]
-    # no modality columns at all: every row unscorable
-    assert fn(["p"], [resp("a", prefix="<CT_SCAN>")]) == [None]
+    # no modality columns at all: every row scores 0
+    assert fn(["p"], [resp("a", prefix="<CT_SCAN>")]) == [0.0]
 
 
 # ---------------------------------------------------------------- lexical
@@ -143,3 +144,10 @@ def test_registry_unknown_name_and_option():
         REWARDS.get("rouge1")(bogus=1)
     with pytest.raises(TypeError):
         REWARDS.get("armed")(bogus=1)
+
+
+def test_format_requires_the_answer_after_the_reasoning():
+    assert format_reward("<think>r</think><answer>a</answer>") == 1.0
+    assert format_reward("<CT_SCAN> <think>r</think> <answer>a</answer>") == 1.0  # modality tag is allowed
+    assert format_reward("<answer>a</answer> <think>r</think> <answer>a</answer>") == 0.0  # stray answer first
+    assert format_reward("</think><think>r</think><answer>a</answer>") == 0.0

@@ -91,3 +91,16 @@ def test_embed_threshold_is_inclusive(monkeypatch):
     # punctuation is stripped before embedding (Sec. 4.2 (ii)), one batched call
     assert seen == [(["pleural effusion", "left sided mass", "pneumonia"],
                      ["effusion", "mass left", "lung infection"])]
+
+
+def test_medix_guard_rejects_issue10_exploits_and_keeps_reordered_lists():
+    from medrl.rewards.medix import answer_guard as guard
+
+    ref = "Pleural effusion"
+    for exploit in ["Pleural effusion, nodules, mass", "nodules or effusion", "no pleural effusion",
+                    "Pleural effusion " * 3000, "pleural effusion is ruled out", "perhaps a pleural effusion"]:
+        assert guard(exploit, ref) == 0.0, exploit
+    assert guard("Pleural effusion" + "\u0301" * 50000, ref) == 0.0  # padding before the exact-match 1.0
+    assert guard("Yes?", "Yes") == 0.0
+    assert guard("spleen, liver", "Liver, spleen") is None       # same items, another order: the scorer decides
+    assert guard("Fluid in the pleural space", ref) is None      # a paraphrase goes to the judge / embedding

@@ -4,7 +4,17 @@
 docs/judges.md. Importing this package stays light (no openai / torch until a judge is built).
 """
 
-from medrl.judges.base import JUDGES, Judge, JudgeStats, gather_bounded, run_sync
-from medrl.judges.factory import build_judge, shared_judge
+from medrl.judges.base import (
+    JUDGES,
+    Judge,
+    JudgeAuthError,
+    JudgeStats,
+    gather_bounded,
+    judge_identity,
+    require_image_support,
+    run_sync,
+)
+from medrl.judges.factory import build_judge, resolve_images, shared_judge
 
-__all__ = ["JUDGES", "Judge", "JudgeStats", "build_judge", "gather_bounded", "run_sync", "shared_judge"]
+__all__ = ["JUDGES", "Judge", "JudgeAuthError", "JudgeStats", "build_judge", "gather_bounded", "judge_identity",
+           "require_image_support", "resolve_images", "run_sync", "shared_judge"]

@@ -1,42 +1,17 @@
-"""Answers that no judge may pass: empty, one character, a template placeholder, no letters.
+"""Answers that no judge may pass (kept for imports): the rules live in :mod:`medrl.answer_guard`.
 
-MediX-R1 (003_d5d6a0d73a50ab79.txt, Sec. 2.3 and 4.2 "Reward hacking") reports two exploits: the
-embedding reward gave ``<answer>-</answer>`` full marks against "Renal artery", and a Qwen3-4B
-judge passed ``The largest organ in the picture is [insert your answer here based on the medical
-reasoning provided above].`` against "Lung". Every judge here (the LLM client and the reference
-judge) settles such answers as *incorrect* before any call, so no model can be fooled by them.
-
-The rules are the ones of the reward guard :func:`medrl.rewards.medix.answer_guard` (one
-source for the placeholder heuristic: :func:`medrl.rewards.medix.is_placeholder`), so a judge
-and the R_llm / R_embed rewards never disagree about what is trivial.
+:func:`trivial_answer` is :func:`medrl.answer_guard.guard_answer` under its old name, so every
+judge, reward and evaluation path shares one guard.
 """
 
 from __future__ import annotations
 
+from medrl.answer_guard import guard_answer, strip_answer
 
-def strip_answer(text: str | None) -> str:
-    """Whitespace and full stops stripped from both ends (MediX-R1 "strip '.'")."""
-    from medrl.rewards.medix import clean_answer
-
-    return clean_answer(text)
+__all__ = ["guard_answer", "strip_answer", "trivial_answer"]
 
 
-def trivial_answer(text: str | None, reference: str | None = None, *, allow_one_char: bool = False) -> str | None:
-    """Why ``text`` can never be a correct answer ("empty", "one character", "placeholder",
-    "no letters or digits"), or None.
-
-    A one-character answer is trivial unless it equals a one-character ``reference`` (a count
-    such as "2") or ``allow_one_char`` (evaluation of option labels such as "B").
-    """
-    from medrl.rewards.medix import is_placeholder
-
-    core = strip_answer(text)
-    if not core:
-        return "empty"
-    if len(core) == 1 and not allow_one_char and core.casefold() != strip_answer(reference).casefold():
-        return "one character"
-    if is_placeholder(core):
-        return "placeholder"
-    if not any(ch.isalnum() for ch in core):
-        return "no letters or digits"
-    return None
+def trivial_answer(text: str | None, reference: str | None = None, *, allow_one_char: bool = False,
+                   question: str | None = None, long_form: bool = False) -> str | None:
+    """Why ``text`` can never be a correct answer to ``reference``, or None (see :func:`guard_answer`)."""
+    return guard_answer(text, reference, question=question, allow_one_char=allow_one_char, long_form=long_form)

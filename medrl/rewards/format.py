@@ -3,6 +3,11 @@
 
 R_format = 1 if, from the first ``<think>``, the response is exactly
 ``<think>...</think> <answer>...</answer>`` (see :func:`medrl.parsing.is_well_formed`), else 0.
+
+Guard (project, issue 10): the answer block must come after the reasoning block - a stray
+``<answer>`` (or any think/answer tag) before the first ``<think>`` gives 0, so a policy cannot
+state an answer first and reason afterwards. The optional modality tag before ``<think>`` is
+plain text and stays allowed.
 """
 
 from __future__ import annotations

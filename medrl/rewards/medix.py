@@ -7,7 +7,8 @@ four TRL rewards with :data:`MEDIX_WEIGHTS` as weights (``format``, ``medix_llm`
 the same sum from component values.
 
 Answer guards (App. A.9 code, Sec. 4.2 exploits), shared by R_llm and R_embed through
-:func:`answer_guard`; they decide a row without the judge or the embedding where they can:
+:func:`answer_guard`, built on the project's one guard :func:`medrl.answer_guard.guard_answer`;
+they decide a row without the judge or the embedding where they can:
 
 - the answer is the parsed ``<answer>`` text (a response with no ``<answer>`` block scores 0;
   the paper's code falls back to the whole response, which would let an unformatted response be
@@ -19,7 +20,10 @@ Answer guards (App. A.9 code, Sec. 4.2 exploits), shared by R_llm and R_embed th
   paper compares raw strings, and a judge accepts a case change anyway);
 - heuristic placeholder guard (project addition, Sec. 4.2 "LLM judge exploit"): template text
   such as "[insert your answer here ...]", "<your answer>" or "your answer here" -> 0;
-- heuristic: an answer with no letter or digit at all ("--", "?!") -> 0.
+- heuristic: an answer with no letter or digit at all ("--", "?!") -> 0;
+- project guards (issue 10, :mod:`medrl.answer_guard`): injections, padding far beyond the
+  reference, hedges, negations of the reference and candidate lists -> 0 (a list of the
+  reference's own items in another order is left to the scorer).
 
 R_embed (Sec. 2.3.2, 4.2 "Embedding gating"): after the guards, 0 if the answer is shorter
 than ``min_chars`` characters or ``min_words`` words, or if more than ``max_nonalnum_ratio`` of
@@ -29,55 +33,36 @@ spaces in both texts and R_embed = 1 if cos(e_pred, e_ref) >= 0.8 else 0.
 
 from __future__ import annotations
 
-import re
 import string
 
+from medrl.answer_guard import clean_answer, guard_answer, is_placeholder, match_key  # noqa: F401
 from medrl.rewards import REWARDS
 from medrl.rewards.base import Reward, answer_rows
 
 MEDIX_WEIGHTS = {"format": 0.10, "llm": 0.5175, "embed": 0.3375, "modality": 0.045}
 
-_PLACEHOLDER = re.compile(
-    r"""\[[^\]]*\b(?:insert|your|answer\s+here|placeholder|fill\s+in)\b[^\]]*\]   # [insert ...]
-      | <\s*(?:your|insert)[^>]*>                                                # <your answer>
-      | \{\s*(?:your|insert|answer)[^}]*\}                                       # {answer}
-      | \binsert\s+(?:your|the|an?)\s+(?:final\s+)?answer\b
-      | \byour\s+(?:final\s+)?answer\s+(?:goes\s+)?here\b
-      | \banswer\s+goes\s+here\b""",
-    re.IGNORECASE | re.VERBOSE,
-)
 _PUNCT_TABLE = str.maketrans({c: " " for c in string.punctuation})
 
 
-def clean_answer(text: str | None) -> str:
-    """Whitespace and '.' stripped from both ends (App. A.9: ``strip()`` then ``strip('.')``)."""
-    return (text or "").strip().strip(".").strip()
-
-
-def _match_key(text: str) -> str:
-    return " ".join(text.split()).casefold()
-
-
-def is_placeholder(text: str) -> bool:
-    """Heuristic: does the answer contain template/placeholder text instead of an answer?"""
-    return bool(_PLACEHOLDER.search(text or ""))
-
-
 def answer_guard(pred: str | None, ref: str) -> float | None:
-    """The shared MediX-R1 guards: 0.0 / 1.0 when they decide, None when a scorer must decide.
+    """The MediX-R1 reward guard (App. A.9 code order): 0.0 / 1.0 when it decides, None when a
+    scorer (judge, embedding) must decide.
 
-    ``pred`` is the parsed ``<answer>`` text (None when the block is missing), ``ref`` the
-    reference answer. See the module docstring for the rules and their order.
+    1. no answer / empty after ``strip().strip('.')`` -> 0; one character -> 0 unless it equals a
+       one-character reference (App. A.9: ``len(pred) <= 1`` -> 0; project change for counts);
+    2. every other rule of the shared guard :func:`medrl.answer_guard.guard_answer` (placeholder,
+       symbols only, hidden characters, padding, injection, hedge, negation of the reference,
+       candidate list) -> 0 (the guard itself never rejects the reference's own text, so running
+       it before the exact match only catches an "equal" answer carrying padding or hidden marks);
+    3. exact match -> 1 (project: case and whitespace runs ignored, :func:`medrl.answer_guard.match_key`).
     """
     p, r = clean_answer(pred), clean_answer(ref)
     if not p:
         return 0.0
-    if _match_key(p) == _match_key(r) and (len(p) > 1 or len(r) == 1):
+    if guard_answer(p, r):
+        return 0.0
+    if (match_key(p) == match_key(r) and match_key(p)) or p.casefold() == r.casefold():
         return 1.0
-    if len(p) == 1:
-        return 0.0
-    if is_placeholder(p) or not any(ch.isalnum() for ch in p):
-        return 0.0
     return None
 
 

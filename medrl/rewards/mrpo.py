@@ -1,7 +1,9 @@
 """MRPO rewards (000_20b05565d28598f4.txt Sec. 4.1): answer, length and total.
 
 - Answer reward, Eq. 2: R_ans = lambda1 * (ROUGE-1 + BLEU-1) + lambda2 * BERTScore,
-  lambda1 = 0.25, lambda2 = 0.5 (so R_ans lies in [0, 1]).
+  lambda1 = 0.25, lambda2 = 0.5 (so R_ans lies in [0, 1]). Guard (project, not in the paper):
+  :func:`medrl.answer_guard.guard_answer` runs first and a rejected answer (empty, placeholder,
+  list, hedge, negation, padding, injection) scores 0 before any metric.
 - Length reward, Eq. 4, for K sentence-level reasoning steps:
   R_len = -(K_min - K) / K_min if K < K_min; -(K - K_max) / K_max if K > K_max; else 0;
   K_min = 4, K_max = 10.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from medrl.answer_guard import guard_answer
 from medrl.parsing import split_steps
 from medrl.rewards import REWARDS
 from medrl.rewards.base import Reward, answer_metric, parse_all
@@ -56,10 +59,22 @@ def total_reward(r_ans: float, step_valid: Sequence[bool], r_len: float) -> floa
 def answer_rewards(preds: Sequence[str], refs: Sequence[str], model: str | None = None,
                    num_layers: int | None = None, lambda1: float = 0.25,
                    lambda2: float = 0.5) -> list[float]:
-    """Eq. 2 for a batch of (answer, reference) pairs (one batched BERTScore call)."""
-    bs = bertscore_f1(preds, refs, model, num_layers=num_layers)
-    return [answer_reward(rouge1(p, r), bleu1(p, r), b, lambda1, lambda2)
-            for p, r, b in zip(preds, refs, bs)]
+    """Eq. 2 for a batch of (answer, reference) pairs (one batched BERTScore call), after the guard.
+
+    Guard (project, issue 10; as MediX-R1's App. A.9 guard): an answer that
+    :func:`medrl.answer_guard.guard_answer` rejects (empty, one character, placeholder, symbols,
+    injection, padding, hedge, negation of the reference, candidate list) scores 0 before any
+    metric, so no exploit earns more than a committed wrong answer's lexical/BERTScore overlap.
+    An answer equal to the reference after normalisation keeps Eq. 2 (its value near 1).
+    """
+    out = [0.0] * len(preds)
+    todo = [i for i, (p, r) in enumerate(zip(preds, refs)) if guard_answer(p, r) is None]
+    if todo:
+        ps, rs = [preds[i] for i in todo], [refs[i] for i in todo]
+        bs = bertscore_f1(ps, rs, model, num_layers=num_layers)
+        for i, p, r, b in zip(todo, ps, rs, bs):
+            out[i] = answer_reward(rouge1(p, r), bleu1(p, r), b, lambda1, lambda2)
+    return out
 
 
 def length_batch(completions, columns, *, reward="mrpo_length", k_min=K_MIN, k_max=K_MAX) -> list[float]:

@@ -39,8 +39,11 @@ all on the ``<think>`` text after :func:`medrl.rewards.correctness.normalize_ans
   (:func:`medrl.parsing.split_steps`) is >= ``match_threshold`` (default 0.7), with the
   sentence encoder of :mod:`medrl.embeddings` (optional; needs an encoder).
 
-Correctness of the answer: :mod:`medrl.rewards.correctness` (a ``correct`` column if given,
-else a normalised-match heuristic; ``rule="rouge1"`` adds ROUGE-1 >= ``threshold``).
+Correctness of the answer (ans = y): the one per-rollout decision of
+:mod:`medrl.rewards.correctness`, made once by the trainer (``algorithm.correctness``; the judge
+for open-ended records by default) and read from the ``correct`` column; called without it, the
+``"exact"`` decision (answer guard, then a normalised match; ``rule="rouge1"`` adds ROUGE-1 >=
+``threshold``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,320 @@
+"""The one answer guard: answers that can never be correct, whatever scores them.
+
+Every correctness path (the reference and OpenAI judges, the MediX-R1 / MRPO / CAPO / StepGRPO
+rewards, evaluation) calls :func:`guard_answer` first, so a judge, a reward and an evaluation
+cannot disagree about an exploit. It returns the *reason* an answer is rejected, or None to let
+the scorer (exact match, judge, embedding, metric) decide; it never says "correct".
+
+Rules, in order (MediX-R1 003_d5d6a0d73a50ab79.txt Sec. 4.2 "Reward hacking" and App. A.9 for
+the first ones; the rest are this project's heuristics against the exploits listed in issue 10):
+
+1. **empty** - nothing after stripping whitespace and '.' (App. A.9 ``strip().strip('.')``).
+2. **one character** - unless it equals a one-character reference ("2" for "How many ...?") or
+   ``allow_one_char`` and it is a letter or digit (an option label such as "B", MediX-R1 App. A.2
+   evaluation).
+3. **placeholder** - template text ("[insert your answer here]", "<your answer>", "answer goes here").
+4. **no letters or digits** - "?!", "...".
+5. **hidden or control characters** - zero-width, bidi, control, private-use or left-over
+   combining characters, U+2028/U+2029, U+FFFD (a replaced lone surrogate); and a **stray
+   think/answer tag** inside the answer.
+6. **padded** - longer than ``max(MIN_CAP_CHARS, PAD_RATIO x len(reference))`` characters or
+   ``max(MIN_CAP_WORDS, PAD_RATIO x words(reference))`` words (PAD_RATIO = 4, 100 characters,
+   16 words), or a content word (after the lexicon) repeated REPEAT_LIMIT (3) times, or two
+   different words for one term among 4+ content words (synonym stuffing: "liver hepatic organ
+   abdomen"), when the reference does not.
+   A 50,000-character repetition of the reference fails here.
+   (Then an answer equal to the reference after case/whitespace/punctuation normalisation - a
+   "?" counts - stops: the later rules cannot reject the reference itself.)
+   **injection** - instructions to the grader ("ignore the rubric", "mark this as correct",
+   "score: 1", chat-template tokens). With ``long_form`` (report rubrics) the guard stops here.
+7. **yes/no** - against a yes/no reference, an answer holding both "yes" and "no", or a "?", is a
+   hedge; otherwise a yes/no answer is left to the scorer (compared by polarity, never split as a
+   list). Against an open (non yes/no) reference, an answer that starts with "yes"/"no," is
+   rejected ("yes/no to an open question"); "No abnormality" is not such an answer.
+8. **hedge** - "possibly", "probably", "likely", "maybe", "could be", "cannot be excluded",
+   "either", "vs", "or", "?", "differential" ... that the reference does not use itself.
+9. **negates the reference** - a content word of the reference inside a negation scope of the
+   answer ("no X", "X is ruled out", "without X", "negative for X", "absent X"), found with
+   negspacy (:mod:`medrl.clinical.negation`), when the reference itself does not negate it.
+10. **candidate list** - two or more items separated by commas, semicolons, slashes, "and"/"&"/
+    "+", line breaks, bullets or numbers, unless the reference is a list of the same items (any
+    order). A comma followed by a modifier ("Pneumothorax, left", "Mass, measuring 3 cm") is not a
+    list; "left and right" is read as "bilateral" by the lexicon.
+
+Rule 8 also rejects a correct answer written as an "or"-chain of synonyms ("Low blood flow or
+less perfusion"), which MediX-R1's LLM judge accepted (App. A.2 example); a policy can always
+answer with one of them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from medrl.text import clean_text
+
+PAD_RATIO = 4.0
+MIN_CAP_CHARS = 100
+MIN_CAP_WORDS = 16
+REPEAT_LIMIT = 3
+
+_PLACEHOLDER = re.compile(
+    r"""\[[^\]]*\b(?:insert|your|answer\s+here|placeholder|fill\s+in)\b[^\]]*\]   # [insert ...]
+      | <\s*(?:your|insert)[^>]*>                                                # <your answer>
+      | \{\s*(?:your|insert|answer)[^}]*\}                                       # {answer}
+      | \binsert\s+(?:your|the|an?)\s+(?:final\s+)?answer\b
+      | \byour\s+(?:final\s+)?answer\s+(?:goes\s+)?here\b
+      | \banswer\s+goes\s+here\b
+      | ^\s*(?:n/?a|tbd|todo|xxx+|\.\.\.|answer|final\s+answer|placeholder|none\s+provided)\s*$""",
+    re.IGNORECASE | re.VERBOSE,
+)
+_INJECTION = re.compile(
+    r"""\bignore\s+(?:all\s+|any\s+|the\s+|your\s+|previous\s+|prior\s+|above\s+)*(?:instructions?|rules?|rubric|prompt|guidelines|criteria)
+      | \b(?:mark|grade|score|rate|judge|treat|consider|label)\s+(?:this|it|the\s+(?:answer|response|prediction))\s+(?:as\s+)?(?:correct|right|true|1|yes|valid)
+      | \b(?:score|grade|verdict|rating|correct)\s*[:=]\s*(?:1|true|yes|correct)\b
+      | \b(?:the\s+)?(?:answer|prediction|response)\s+is\s+(?:always\s+)?(?:correct|right)\b
+      | \byou\s+(?:must|should|will)\s+(?:answer|output|say|reply|return|respond)
+      | \b(?:as\s+(?:the|a)\s+)?(?:judge|grader|evaluator)\s*[,:]\s
+      | \bsystem\s+(?:prompt|message|override)\b
+      | \b(?:answer|respond|reply|output)\s+(?:with\s+)?["']?(?:yes|true|1|correct)["']?\s+(?:to|for)\s+(?:this|every|all)
+      | <\|[a-z_]+\|> | \[/?INST\] | </?(?:system|assistant|user)>
+      | \bnew\s+instructions?\b | \boverride\b | \bjailbreak\b""",
+    re.IGNORECASE | re.VERBOSE,
+)
+_HEDGE = re.compile(
+    r"""\b(?:possibl[ey]|probabl[ey]|likely|unlikely|maybe|perhaps|presumabl[ey]|presumed|suspect(?:ed)?
+      | (?:could|might|may)\s+(?:be|represent|indicate|suggest)|can(?:not|'t|\s+not)\s+(?:be\s+)?(?:excluded|ruled\s+out|rule\s+out|exclude)
+      | not\s+(?:be\s+)?(?:excluded|ruled\s+out)|either|neither|vs\.?|versus|or|and/or|differential|questionabl[ey]
+      | suspicious\s+for|suggestive\s+of|concerning\s+for|concern\s+for|not\s+sure|unsure|uncertain|unclear
+      | equivocal|indeterminate|borderline|rule\s+out|r/o|i\s+think|i\s+guess|i\s+believe|guess
+      | one\s+of|any\s+of|some\s+kind\s+of|something\s+like|etc)\b | \?""",
+    re.IGNORECASE | re.VERBOSE,
+)
+_BULLET = re.compile(r"^\s*(?:[-*\u2022\u25cf]|\d{1,2}[.)]|[a-h][.)])\s+", re.MULTILINE)
+_LIST_SPLIT = re.compile(r"\s*([;,\n|&+]|/(?!\d)|\band\b|\bas\s+well\s+as\b|\balong\s+with\b|\bplus\b)\s*",
+                         re.IGNORECASE)
+_INLINE_NUMBER = re.compile(r"(?:^|\s)(?:\(?\d{1,2}[.)]|\(?[a-h]\))\s+")
+_LINE_SEPARATORS = re.compile("[\u2028\u2029\u0085\r\v\f]")
+_STRAY_TAG = re.compile(r"<\s*/?\s*(?:think|answer)\s*>", re.IGNORECASE)
+_OPEN_YES_NO = re.compile(r"^\s*(?:(?:yes|yeah|yep|nope|true|false)\b|no\s*(?:[,.;:!-]|$))", re.IGNORECASE)
+_MODIFIER_START = re.compile(
+    r"^(?:with|without|not|no|but|rather|below|above|beneath|behind|under|underneath|over|within|inside|"
+    r"outside|along|across|adjacent|next|between|beside|toward|towards|into|through|surrounding|affecting|"
+    r"associated|resulting|in|on|at|of|near|involving|measuring|extending|located|seen|noted|which|that|who|"
+    r"likely|consistent|compatible|suggesting|causing|due|secondary|most|mainly|predominantly|especially|"
+    r"particularly|more|less|left|right|bilateral|bilaterally|upper|lower|middle|mid|anterior|posterior|"
+    r"medial|lateral|proximal|distal|superior|inferior|small|large|mild|moderate|severe|acute|chronic|"
+    r"subacute|partial|complete|displaced|nondisplaced|focal|diffuse|multiple|single|solitary|"
+    r"approximately|about|around|measuring|size|sized|status|post|s/p|grade|stage|type|side|lobe|"
+    r"segment|aspect|portion|region|level|view|plane|image|series|phase|sequence|weighted|contrast|"
+    r"\d)\b", re.IGNORECASE)
+_NEGATED_PART = re.compile(r"^(?:not|no|without|but|rather)\b", re.IGNORECASE)
+_YES_NO = {"yes": "yes", "no": "no", "yeah": "yes", "yep": "yes", "nope": "no", "true": "yes", "false": "no"}
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def strip_answer(text: str | None) -> str:
+    """Whitespace and full stops stripped from both ends (MediX-R1 App. A.9 ``strip().strip('.')``);
+    lone surrogates replaced (:func:`medrl.text.clean_text`)."""
+    return clean_text(text or "").strip().strip(".").strip()
+
+
+clean_answer = strip_answer
+
+
+def is_placeholder(text: str | None) -> bool:
+    """Heuristic: does the answer contain template/placeholder text instead of an answer?"""
+    return bool(_PLACEHOLDER.search(text or ""))
+
+
+def match_key(text: str | None) -> str:
+    """Case, surrounding punctuation and whitespace runs removed: the exact-match key."""
+    core = strip_answer(text).casefold()
+    return " ".join(_WORD.findall(core)) + (" ?" if "?" in core else "")
+
+
+def yes_no(text: str | None) -> str | None:
+    """"yes"/"no" when ``text`` starts with a yes/no word ("Yes, there is ..."), else None."""
+    words = _WORD.findall(strip_answer(text).casefold())
+    return _YES_NO.get(words[0]) if words else None
+
+
+def is_yes_no(text: str | None) -> bool:
+    """True for a bare yes/no answer ("Yes", "no.")."""
+    words = _WORD.findall(strip_answer(text).casefold())
+    return len(words) == 1 and words[0] in _YES_NO
+
+
+def list_items(text: str | None) -> list[str]:
+    """The candidate items of an answer (1 item when it is not a list); see rule 10."""
+    t = _LINE_SEPARATORS.sub("\n", strip_answer(text))
+    if not t:
+        return []
+    if len(_BULLET.findall(t)) >= 2:
+        pieces = [(p, "\n") for p in re.split(r"\n+", _BULLET.sub("", t))]
+    elif len(_INLINE_NUMBER.findall(t)) >= 2:
+        pieces = [(p, ";") for p in _INLINE_NUMBER.split(t)]
+    else:
+        parts = _LIST_SPLIT.split(t)  # [item, separator, item, separator, ...]
+        pieces = [(parts[i], parts[i - 1].strip() if i else "") for i in range(0, len(parts), 2)]
+    items: list[str] = []
+    for p, sep in pieces:
+        p = (p or "").strip().strip(".").strip()
+        if not p:
+            continue
+        modifier = sep == "," and _MODIFIER_START.match(p) and (
+            _NEGATED_PART.match(p) or not _is_same_kind(items[-1] if items else "", p))
+        if items and modifier:
+            items[-1] = f"{items[-1]} {p}"  # a modifier of the previous item ("Pneumothorax, left")
+        else:
+            items.append(p)
+    return items
+
+
+def _is_same_kind(prev: str, part: str) -> bool:
+    """Two values of one exclusive group ("left, right"; "upper, lower") are candidates, not a modifier."""
+    from medrl.clinical.lexicon import all_tokens
+    from medrl.clinical.mismatch import group_values
+
+    shared = set(group_values(set(all_tokens(prev)))) & set(group_values(set(all_tokens(part))))
+    return bool(shared - {"organ", "modality"})
+
+
+def _item_keys(items: list[str]) -> list[str]:
+    from medrl.clinical.lexicon import content_tokens
+
+    return [" ".join(sorted(set(content_tokens(i)))) or match_key(i) for i in items]
+
+
+def _hidden_chars(text: str) -> bool:
+    """Invisible, control, private-use, bidi or left-over combining characters (after NFC), line/paragraph
+    separators other than a newline, and U+FFFD (a replaced lone surrogate)."""
+    import unicodedata
+
+    for ch in unicodedata.normalize("NFC", text):
+        cat = unicodedata.category(ch)
+        if ch == "\ufffd" or cat in ("Cf", "Co", "Cs", "Mn", "Zl", "Zp") or (cat == "Cc" and ch not in "\n\t"):
+            return True
+    return False
+
+
+def _same_items(items: list[str], ref_items: list[str]) -> bool:
+    """Each answer item is closest to one reference item (content words after the lexicon, Jaccard),
+    and every reference item is named once (any order)."""
+    from medrl.clinical.lexicon import content_tokens
+
+    if sorted(_item_keys(items)) == sorted(_item_keys(ref_items)):
+        return True
+    refs = [set(content_tokens(r)) for r in ref_items]
+    hit: set[int] = set()
+    for item in items:
+        toks = set(content_tokens(item))
+        scores = [len(r & toks) / len(r | toks) if r | toks else 0.0 for r in refs]
+        best = max(scores)
+        if best == 0.0 or scores.count(best) > 1:
+            return False
+        hit.add(scores.index(best))
+    return hit == set(range(len(refs))) and len(items) == len(refs)
+
+
+def _repeats(text: str) -> bool:
+    from collections import Counter
+
+    from medrl.clinical.lexicon import content_tokens
+
+    toks = content_tokens(text)
+    counts = Counter(toks)
+    if not counts:
+        return False
+    if max(counts.values()) >= REPEAT_LIMIT:
+        return True
+    # synonym stuffing among 4+ content words: two different words the lexicon maps to one term
+    # ("liver hepatic organ abdomen"); the same word twice ("left lung, upper lung zone") is not
+    if len(toks) < 4:
+        return False
+    sources: dict[str, set[str]] = {}
+    for word in set(_WORD.findall(strip_answer(text).casefold())):
+        for tok in content_tokens(word):
+            sources.setdefault(tok, set()).add(word)
+    return any(len(words) >= 2 for words in sources.values())
+
+
+def guard_answer(answer: str | None, reference: str | None, *, question: str | None = None,
+                 allow_one_char: bool = False, long_form: bool = False) -> str | None:
+    """Why ``answer`` can never be a correct answer to ``reference``, or None (let the scorer decide).
+
+    ``reference`` may be None (no reference: only the reference-free rules 1-5 and a hedge
+    between yes and no apply). ``question`` is accepted for callers that have it; the rules read
+    it only to tell a yes/no question from an open one. ``long_form`` (a generated report graded
+    on a rubric) applies rules 1-5 only: a report is long and lists findings by nature.
+    See the module docstring for the rules.
+    """
+    core = strip_answer(answer)
+    ref = strip_answer(reference)
+    if not core:
+        return "empty"
+    if len(core) == 1:
+        if core.casefold() == ref.casefold() or (allow_one_char and core.isalnum()):
+            return None
+        if core.isdigit() and ref and len(ref) <= 12:
+            from medrl.clinical.lexicon import canonical_text
+
+            if canonical_text(ref) == core:  # "2" for "Two"
+                return None
+        return "one character"
+    if is_placeholder(core):
+        return "placeholder"
+    if not any(ch.isalnum() for ch in core):
+        return "no letters or digits"
+    if _hidden_chars(core) and not _hidden_chars(ref):
+        return "hidden or control characters"
+    if _STRAY_TAG.search(core):
+        return "stray think/answer tag"
+    ref_len = len(ref) if ref else 0
+    if not long_form and (len(core) > max(MIN_CAP_CHARS, PAD_RATIO * ref_len) or
+                          len(core.split()) > max(MIN_CAP_WORDS, PAD_RATIO * len(ref.split()))):
+        return "padded"
+    if ref and match_key(core) == match_key(ref):
+        return None
+    if _INJECTION.search(core):
+        return "injection"
+    if long_form:
+        return None
+    if _repeats(core) and not (ref and _repeats(ref)):
+        return "padded (repetition)"
+    word_list = _WORD.findall(core.casefold())
+    if len(word_list) >= 2 and all(w in _YES_NO for w in word_list):
+        return "padded (repetition)" if len(set(word_list)) == 1 else "hedge (yes and no)"
+    words = set(word_list)
+    ref_pol = _YES_NO.get(match_key(ref)) if ref else None
+    pol = yes_no(core)
+    if ref_pol or (not ref and pol):
+        if {"yes", "no"} <= words or ("yes" in words and "not" in words and pol == "yes"):
+            return "hedge (yes and no)"
+        if "?" in core and "?" not in ref:
+            return "hedge"
+        if pol:
+            return None
+    elif ref and _OPEN_YES_NO.match(core):
+        return "yes/no to an open question"
+    if not ref:
+        return None
+    if _HEDGE.search(core) and not _HEDGE.search(ref):
+        return "hedge"
+    from medrl.clinical.lexicon import canonical_text, content_tokens
+    from medrl.clinical.negation import negated_tokens
+
+    ref_content = set(content_tokens(ref)) - {"normal", "abnormal", "present", "absent"}
+    negated = (negated_tokens(core) & ref_content) - negated_tokens(ref)
+    if negated:
+        return "negates the reference"
+    if canonical_text(core) == canonical_text(ref):
+        return None
+    items = list_items(core)
+    if len(items) >= 2:
+        ref_items = list_items(ref)
+        if len(ref_items) >= 2 and _same_items(items, ref_items):
+            return None
+        if set(content_tokens(core)) == set(content_tokens(ref)) and ref_content:
+            return None  # "bilateral kidneys" vs "kidneys, both sides": the same words
+        return "candidate list"
+    return None

@@ -1,0 +1,1 @@
+"""Clinical text layer (low level): lexicon, negation/uncertainty (negspacy), hard mismatches."""
