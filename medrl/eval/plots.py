@@ -56,29 +56,45 @@ def accuracy_bars(names: Sequence[str], means: Sequence[float | None], lows: Seq
     return _save(fig, path)
 
 
+def grouped_bars(groups: Sequence[str], series: Mapping[str, Sequence[float | None]], path: str | Path, *,
+                 ylabel: str, title: str, xlabel: str | None = None, value_fmt: str | None = "{:.0f}",
+                 rotate: int = 20, figsize: tuple[float, float] | None = None, ymax: float = 108) -> Path:
+    """One bar group per ``groups`` label, one bar per series (values in [0, 1], drawn in %;
+    None/NaN leaves a gap). ``value_fmt`` prints each value above its bar (None: no labels)."""
+    plt = _plt()
+    names = list(series)
+    fig, ax = plt.subplots(figsize=figsize or (max(5.0, 0.9 * len(groups) * max(1, len(names)) + 2), 3.6))
+    w = 0.8 / max(1, len(names))
+    for j, name in enumerate(names):
+        xs = [i + j * w - 0.4 + w / 2 for i in range(len(groups))]
+        vals = [100 * _nan(v) for v in series[name]]
+        ax.bar(xs, vals, width=w, label=name)
+        if value_fmt:
+            for x, v in zip(xs, vals):
+                if v == v:
+                    ax.text(x, v + 1.5, value_fmt.format(v), ha="center", fontsize=7)
+    ax.set_xticks(range(len(groups)))
+    if rotate:
+        ax.set_xticklabels(groups, rotation=rotate, ha="right", fontsize=8)
+    else:
+        ax.set_xticklabels(groups)
+    ax.set_ylim(0, ymax)
+    if xlabel:
+        ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    if len(names) > 1:
+        ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
 def _bars_per_ffp_bin(rows_by_run: Mapping[str, Sequence[dict]], key: str, path: str | Path, *,
                       ylabel: str, title: str, figsize: tuple[float, float], rotate: bool) -> Path:
     """One bar group per FFP bin, one bar per run: ``100 * row[key]`` (NaN for missing)."""
-    plt = _plt()
-    runs = list(rows_by_run)
     labels = [r["bin"] for r in next(iter(rows_by_run.values()))]
-    fig, ax = plt.subplots(figsize=figsize)
-    w = 0.8 / max(1, len(runs))
-    for j, run in enumerate(runs):
-        vals = [100 * _nan(r[key]) for r in rows_by_run[run]]
-        ax.bar([i + j * w - 0.4 + w / 2 for i in range(len(labels))], vals, width=w, label=run)
-    ax.set_xticks(range(len(labels)))
-    if rotate:
-        ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
-    else:
-        ax.set_xticklabels(labels)
-    ax.set_ylim(0, 105)
-    ax.set_xlabel("First Failure Point (FFP) bin")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=10)
-    if len(runs) > 1:
-        ax.legend(fontsize=8)
-    return _save(fig, path)
+    series = {run: [r[key] for r in rows] for run, rows in rows_by_run.items()}
+    return grouped_bars(labels, series, path, ylabel=ylabel, title=title, xlabel="First Failure Point (FFP) bin",
+                        value_fmt=None, rotate=30 if rotate else 0, figsize=figsize, ymax=105)
 
 
 def incorrect_rate_by_bin(rows_by_run: Mapping[str, Sequence[dict]], path: str | Path) -> Path:
@@ -116,25 +132,10 @@ def far_by_bin_runs(rows_by_run: Mapping[str, Sequence[dict]], path: str | Path)
 
 def stage_shares_bars(shares_by_run: Mapping[str, Mapping[str, float | None]], path: str | Path) -> Path:
     """MRPO Fig. 3: share (%) of failed outputs in the early/mid/late FFP stage, per run."""
-    plt = _plt()
-    stages = ("early", "mid", "late")
-    runs = list(shares_by_run)
-    fig, ax = plt.subplots(figsize=(6.0, 3.6))
-    w = 0.8 / max(1, len(runs))
-    for j, run in enumerate(runs):
-        vals = [100 * _nan(shares_by_run[run].get(s)) for s in stages]
-        xs = [i + j * w - 0.4 + w / 2 for i in range(3)]
-        ax.bar(xs, vals, width=w, label=run)
-        for x, v in zip(xs, vals):
-            if v == v:
-                ax.text(x, v + 1.5, f"{v:.1f}", ha="center", fontsize=7)
-    ax.set_xticks(range(3))
-    ax.set_xticklabels(["Early (0.0-0.4)", "Mid (0.4-0.7)", "Late (0.7-1.0)"])
-    ax.set_ylim(0, 105)
-    ax.set_ylabel("Share of failed outputs (%)")
-    ax.set_title("Outputs per First Failure Point stage (MRPO Fig. 3)", fontsize=10)
-    ax.legend(fontsize=8)
-    return _save(fig, path)
+    series = {run: [shares.get(s) for s in ("early", "mid", "late")] for run, shares in shares_by_run.items()}
+    return grouped_bars(["Early (0.0-0.4)", "Mid (0.4-0.7)", "Late (0.7-1.0)"], series, path,
+                        ylabel="Share of failed outputs (%)", title="Outputs per First Failure Point stage (MRPO Fig. 3)",
+                        value_fmt="{:.1f}", rotate=0, figsize=(6.0, 3.6), ymax=105)
 
 
 def transition_heatmap(matrix: dict, path: str | Path, title: str, row_name: str, col_name: str) -> Path:
