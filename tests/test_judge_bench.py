@@ -9,6 +9,7 @@ import json
 import re
 
 import pytest
+from fake_openai import chat_completion
 from fastapi import FastAPI, Request  # module level: FastAPI resolves the handler's annotations here
 from PIL import Image
 
@@ -337,9 +338,7 @@ def test_openai_judge_images_arrive_with_every_request(tmp_path):
         n = len(re.findall(r"^\[\d+\]", text, re.MULTILINE))
         reply = ('{"steps": [' + ",".join(f'{{"step": {k}, "gold_alignment": 1, "answer_contribution": 0}}'
                                           for k in range(1, n + 1)) + "]}") if "TASK: verify_steps" in text else "YES"
-        return {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}}
+        return chat_completion(reply, body["model"])
 
     root = tmp_path / "data"
     (root / "imgs").mkdir(parents=True)

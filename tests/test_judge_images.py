@@ -11,6 +11,7 @@ import io
 import re
 
 import pytest
+from fake_openai import chat_completion
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from PIL import Image
@@ -45,10 +46,7 @@ def _fake_app(refuse_images: bool = False):
             reply = '{"score": 1}'
         else:
             reply = "YES"
-        return {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
-                             "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}}
+        return chat_completion(reply, body["model"])
 
     return app
 

@@ -17,6 +17,7 @@ from collections import Counter
 
 import httpx
 import pytest
+from fake_openai import chat_completion
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
@@ -138,9 +139,7 @@ def _fault_app():
     app.state.seen = seen
 
     def ok(text: str):
-        return {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}}
+        return chat_completion(text, "m", prompt_tokens=10)
 
     @app.post("/v1/chat/completions")
     async def chat(request: Request):

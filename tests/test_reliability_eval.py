@@ -11,6 +11,7 @@ import json
 import re
 
 import pytest
+from fake_openai import chat_completion
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
@@ -52,9 +53,7 @@ def _app():
             reply = '{"score": 1}'
         if mode == "echo":  # a verdict that still parses, carrying the caller's header
             reply = reply[:-1] + ', "debug": ' + json.dumps(request.headers.get("authorization", "")) + "}"
-        return {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+        return chat_completion(reply, body["model"], prompt_tokens=3)
 
     return app
 
