@@ -75,11 +75,18 @@ def test_eval_interrupt_resume_and_analyze(tiny_model, data_dir, tmp_path, monke
 
 
 @pytest.mark.slow
-def test_eval_full_open_test_split(tiny_model, data_dir, tmp_path):
+def test_eval_full_test_split(tiny_model, data_dir, tmp_path, capsys):
+    """The default `standard` protocol scores all 451 VQA-RAD test records (closed and open
+    reported apart); MRPO's protocol keeps its 200 open-ended ones."""
     out = tmp_path / "full"
     assert main(_eval_args(tiny_model, data_dir, out, None)) == 0
-    assert len((out / "outputs.jsonl").read_text().splitlines()) == 200
+    assert len((out / "outputs.jsonl").read_text().splitlines()) == 451
+    assert "n=451  closed=" in capsys.readouterr().out
     assert main(["analyze", str(out)]) == 0
+    assert main(["eval", "--rescore", str(out), "--protocol", "mrpo", "--judge", "reference",
+                 "--out", str(tmp_path / "mrpo"), "--bootstrap", "200"]) == 0
+    ds = json.loads((tmp_path / "mrpo" / "metrics.json").read_text())["protocols"]["mrpo"]["datasets"]["vqa_rad:test"]
+    assert ds["counted"] == 200 and ds["metrics"]["accuracy"]["n"] == 200
 
 
 def template_generator(records):
