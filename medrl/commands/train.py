@@ -21,7 +21,7 @@ Examples:
   medrl train --recipe mrpo ... --out runs/mrpo --resume            # continue from the last checkpoint
   medrl train --recipe gdpo ... --set grpo.learning_rate=2e-6 --set algorithm.mrpo.tau=0.5
   medrl train --recipe mrpo ... --set algorithm.mrpo.shaping=linear  # MRPO App. D.2 ablation
-  medrl train --recipe armed --model tiny --out /tmp/x --dry-run     # config + encoders, no training
+  medrl train --recipe armed --dry-run                               # encoders + offline substitutions, no training
 
 Encoders: each recipe names its paper's models in its reward options (BiomedBERT/PubMedBERT for
 BERTScore, BioBERT-STS and MedEmbed for cosines). `encoders.substitute` decides when the offline
@@ -38,8 +38,9 @@ See docs/training.md.
 
 def add_arguments(p) -> None:
     p.add_argument("--recipe", required=True, help="recipe name (see medrl/recipes) or path to a YAML file")
-    p.add_argument("--model", required=True,
-                   help="policy: a model folder, a Hugging Face id in the local cache, 'tiny' or 'default'")
+    p.add_argument("--model", default=None,
+                   help="policy: a model folder, a Hugging Face id in the local cache, 'tiny' or 'default' "
+                   "(required unless --dry-run)")
     p.add_argument("--data", default="vqa_rad",
                    help="data source: vqa_rad, vqa_rad:train, slake, jsonl:PATH, hf:PATH, or datasets joined "
                    "with '+' (pathvqa+slake+vqa_rad, ARMed's training union) (default: vqa_rad)")
@@ -53,7 +54,7 @@ def add_arguments(p) -> None:
                         "on a vision-language endpoint; checked at start). Recipe key: judge.images")
     p.add_argument("--judge-image-size", type=int, default=None, metavar="PX",
                    help="longest side of an image sent to the judge (default: the recipe's judge.image_max_side, 768)")
-    p.add_argument("--out", required=True, help="run folder")
+    p.add_argument("--out", default=None, help="run folder (required unless --dry-run)")
     p.add_argument("--profile", default=None, help="profile overlay, e.g. 'cpu' (small, runs in minutes on a CPU)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="override a recipe value (repeatable), e.g. grpo.beta=0.0; the value is YAML, so "
@@ -64,7 +65,8 @@ def add_arguments(p) -> None:
                    help="resume from the last checkpoint in --out (or the given checkpoint folder)")
     p.add_argument("--lora", action="store_true", help="train a LoRA adapter (r=8, alpha=32, dropout 0.05)")
     p.add_argument("--dry-run", action="store_true",
-                   help="resolve and write config.yaml, print the encoders and offline substitutions, then stop")
+                   help="resolve the recipe, print the encoders it will use and the offline substitutions (and "
+                   "write config.yaml when --out is given), then stop")
 
 
 def describe_encoders(recipe) -> list[str]:
@@ -104,12 +106,18 @@ def run(args) -> int:
     except RecipeError as exc:
         print(f"medrl train: {exc}", file=sys.stderr)
         return 2
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    if not args.dry_run and (not args.model or not args.out):
+        print("medrl train: --model and --out are required (unless --dry-run)", file=sys.stderr)
+        return 2
     resolved = {"recipe": recipe.to_dict(), "run": {
         "model": args.model, "data": args.data, "data_dir": args.data_dir, "judge": args.judge,
         "judge_base_url": args.judge_base_url, "judge_images": bool(getattr(args, "judge_images", False)),
         "limit": args.limit, "lora": args.lora}}
+    if args.out is None:  # --dry-run without a run folder: print only
+        print("\n".join(describe_encoders(recipe)))
+        return 0
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     cfg_path = out / "config.yaml"
     if args.resume and cfg_path.is_file():
         before = yaml.safe_load(cfg_path.read_text())
