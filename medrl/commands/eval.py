@@ -51,6 +51,19 @@ Examples:
 _SPLITS = {"train", "test", "validate", "validation", "val", "dev"}
 
 
+def _reference_agreement() -> str:
+    """The reference judge's measured agreement with the shipped human labels, for --help."""
+    from medrl.eval.judge_bench import known_agreement
+
+    a = known_agreement("reference")
+    if not a:
+        return "Its agreement with human labels has not been measured"
+    return (f"Measured on the shipped labelled set ({a.get('measured', '?')}): answer accuracy "
+            f"{100 * a['answer_accuracy']:.0f}%%, adversarial answers accepted {a['adversarial_accepted']} of "
+            f"{a['adversarial_n']}, step-validity kappa {a['step_validity_kappa']:.2f} - an upper bound, the rules "
+            "were developed on that set")
+
+
 def add_arguments(p) -> None:
     p.add_argument("--model", help="model folder or hub id (not needed with --rescore)")
     p.add_argument("--data", nargs="+", default=[], metavar="SPEC", help="in-domain datasets, e.g. vqa_rad:test")
@@ -58,8 +71,8 @@ def add_arguments(p) -> None:
     p.add_argument("--out", required=True, help="output folder (resumed when it exists)")
     p.add_argument("--judge", default="reference",
                    help="judge spec: reference | openai:<model> (default: reference). The reference judge is a "
-                        "rule-based heuristic for offline smoke runs, not a substitute for an LLM judge; its "
-                        "agreement with human labels on the shipped set is in docs/judges.md (medrl judge-bench)")
+                        "rule-based heuristic for offline smoke runs, not a substitute for an LLM judge. "
+                        + _reference_agreement() + " (docs/judges.md; measure any judge with medrl judge-bench)")
     p.add_argument("--judge-base-url", default=None, help="OpenAI-compatible endpoint for the judge")
     p.add_argument("--judge-api-key-env", default="OPENAI_API_KEY", help="env var holding the judge API key")
     p.add_argument("--judge-cache", default=None, help="SQLite cache file for judge replies")
