@@ -113,13 +113,12 @@ def test_guard_without_reference_applies_reference_free_rules():
 
 
 def test_guard_is_a_low_layer_module():
-    """answer_guard and medrl.clinical import nothing above them (layers point one way); judges/guards.py
-    no longer reaches up into the rewards."""
+    """answer_guard and medrl.clinical import nothing above them (layers point one way)."""
     import subprocess
     import sys
 
     code = ("import sys, medrl.answer_guard, medrl.clinical.lexicon, medrl.clinical.mismatch, "
-            "medrl.clinical.negation, medrl.judges.guards\n"
+            "medrl.clinical.negation\n"
             "bad = [m for m in sys.modules if m.startswith(('medrl.rewards', 'medrl.eval', 'medrl.train', 'medrl.models'))]\n"
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)

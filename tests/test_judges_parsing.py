@@ -10,7 +10,7 @@ import pytest
 
 from medrl.judges import prompts
 from medrl.judges.cache import JudgeCache, cache_key
-from medrl.judges.guards import trivial_answer
+from medrl.answer_guard import guard_answer
 from medrl.judges.parsing import (
     VerdictParseError,
     parse_audit,
@@ -124,7 +124,7 @@ def test_every_task_prompt_round_trips():
     ("?!", "Lung", "no letters or digits"), ("2", "2", None), ("2", "3", "one character"), ("lung", "Lung", None),
 ])
 def test_trivial_answers(pred, ref, why):
-    assert trivial_answer(pred, ref) == why
+    assert guard_answer(pred, ref) == why
 
 
 def test_cache_persists_across_instances(tmp_path):

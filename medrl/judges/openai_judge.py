@@ -40,7 +40,7 @@ from typing import Any, Callable, Sequence
 from medrl.judges import prompts
 from medrl.judges.base import JUDGES, JudgeAuthError, JudgeStats, source_version
 from medrl.judges.cache import JudgeCache, cache_key
-from medrl.judges.guards import trivial_answer
+from medrl.answer_guard import guard_answer
 from medrl.judges.parsing import (
     VerdictParseError,
     parse_audit,
@@ -210,7 +210,7 @@ class OpenAIJudge:
 
     # ------------------------------------------------------------------ the six tasks
     async def answer_correct(self, question: str, reference: str, prediction: str, *, image: Any = None) -> Verdict:
-        why = trivial_answer(prediction, reference, question=question)
+        why = guard_answer(prediction, reference, question=question)
         if why:
             return Verdict.ok(False, guard=why)
         parser = parse_yes_no if self.answer_format == "yes_no" else parse_o_x
@@ -237,7 +237,7 @@ class OpenAIJudge:
     async def consistency(self, question: str, reasoning: str, answer: str) -> Verdict:
         if not (reasoning or "").strip():
             return Verdict.ok(False, guard="empty reasoning")
-        why = trivial_answer(answer, allow_one_char=True)
+        why = guard_answer(answer, None, allow_one_char=True)
         if why:
             return Verdict.ok(False, guard=why)
         return await self._submit(prompts.consistency(question, reasoning, answer), parse_yes_no)
@@ -247,7 +247,7 @@ class OpenAIJudge:
         """``image`` is attached for the binary rubric only (judged accuracy, MRPO App. H.1);
         the 0-5 report rubric stays text only (MediX-R1 App. A.3)."""
         msgs = prompts.grade(question, reference, prediction, rubric)  # validates rubric
-        why = trivial_answer(prediction, reference, allow_one_char=True, question=question,
+        why = guard_answer(prediction, reference, allow_one_char=True, question=question,
                              long_form=rubric != "binary")
         if why:
             return Verdict.ok(0.0, guard=why)

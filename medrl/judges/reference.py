@@ -61,7 +61,6 @@ from medrl.clinical.mismatch import _GROUPS as _MISMATCH_GROUPS
 from medrl.clinical.mismatch import hard_mismatch
 from medrl.clinical.negation import asserted_tokens, negated_tokens, uncertain_tokens
 from medrl.judges.base import JUDGES, JudgeStats
-from medrl.judges.guards import trivial_answer
 from medrl.modality import modality_to_tag
 from medrl.types import StepVerdict, Verdict
 
@@ -398,7 +397,7 @@ class ReferenceJudge:
             ok, why = self._correct(question, reference, prediction, allow_one_char=True)
             return Verdict.ok(1.0 if ok else 0.0, raw=why)
         if rubric == "report":
-            why = trivial_answer(prediction, reference, long_form=True)
+            why = guard_answer(prediction, reference, long_form=True)
             if why:
                 return Verdict.ok(0.0, raw=why)
             f1 = _f1(canon_tokens(prediction), canon_tokens(reference))
@@ -410,7 +409,7 @@ class ReferenceJudge:
         self._count()
         q, a = (question or "").strip(), (answer or "").strip()
         base = {"new_q": q, "new_a": a}
-        if not q or not a or trivial_answer(a, allow_one_char=True) in ("empty", "placeholder"):
+        if not q or not a or guard_answer(a, None, allow_one_char=True) in ("empty", "placeholder"):
             return Verdict.ok({"status": "drop", **base, "notes": "heuristic: empty or placeholder question/answer"})
         yes_no = normalise(a) in ("yes", "no")
         if yes_no and _WH.match(q) and " or " not in q.lower():
@@ -701,7 +700,7 @@ class _StepContext:
 def _consistent(question: str, reasoning: str, answer: str) -> tuple[bool, str]:
     if not (reasoning or "").strip():
         return False, "empty reasoning"
-    why = trivial_answer(answer, allow_one_char=True)
+    why = guard_answer(answer, None, allow_one_char=True)
     if why:
         return False, why
     sents = _sentences(reasoning)
