@@ -30,3 +30,35 @@ def synthetic_records(folder: str | Path, questions: Sequence[str] = QUESTIONS, 
         recs.append(VQARecord(id=f"r{i}", images=[str(path)], question=q, answer=a, modality="CT",
                               modality_tag="CT_SCAN", organ="Chest", gold_reasoning=gold_reasoning(i)))
     return recs
+
+
+def teacher_text(rec) -> str:
+    """A well-formed rollout with the right answer (one short valid step)."""
+    return (f"<think>This is a {rec.modality} image. The finding answers the question.</think>"
+            f"<answer>{rec.answer}</answer>")
+
+
+def wrong_text(rec) -> str:
+    """A well-formed rollout with a wrong answer (a meta-commentary step first)."""
+    return (f"<think>Let me think about this. This is a {rec.modality} image. It looks fine.</think>"
+            "<answer>banana</answer>")
+
+
+def score_right_and_wrong(trainer, records, rows):
+    """One scored batch without sampling: the prompts ``records[i] for i in rows`` (each index
+    twice in a row), whose rollouts alternate :func:`teacher_text` and :func:`wrong_text`;
+    returns ``trainer._generate_and_score_completions`` of it."""
+    from medrl.data import to_hf_dataset
+    from medrl.train.teacher import install_teacher
+
+    calls = {"n": 0}
+
+    def text(rec):
+        calls["n"] += 1
+        return teacher_text(rec) if calls["n"] % 2 == 1 else wrong_text(rec)
+
+    install_teacher(trainer, records, text, replace_all=True)
+    trainer.model.train()
+    trainer.current_gradient_accumulation_steps = 1
+    ds = to_hf_dataset(records, "think_answer")
+    return trainer._generate_and_score_completions([dict(ds[i]) for i in rows])

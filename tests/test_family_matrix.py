@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserW
 DEFAULT_FAMILY = "qwen3_vl"  # in the default run; Qwen2.5-VL is covered by the other test files
 MAX_LEN = 40  # completion tokens; the teacher texts fit in it
 
-from synthetic import ANSWERS, QUESTIONS, synthetic_records  # noqa: E402
+from synthetic import ANSWERS, QUESTIONS, score_right_and_wrong, synthetic_records, teacher_text, wrong_text  # noqa: E402
 
 # The processor class each family must load with.
 PROCESSOR_CLASS = {
@@ -55,16 +55,6 @@ GENERATION_PROMPT = {
 def families(default_too: bool = True):
     return [pytest.param(f, marks=() if (f == DEFAULT_FAMILY and default_too) else pytest.mark.slow, id=f)
             for f in FAMILY_NAMES]
-
-
-def teacher_text(rec) -> str:
-    return (f"<think>This is a {rec.modality} image. The finding answers the question.</think>"
-            f"<answer>{rec.answer}</answer>")
-
-
-def wrong_text(rec) -> str:
-    return (f"<think>Let me think about this. This is a {rec.modality} image. It looks fine.</think>"
-            "<answer>banana</answer>")
 
 
 @pytest.fixture(scope="module")
@@ -244,25 +234,12 @@ def test_mrpo_token_advantages_land_on_step_tokens(family, build, records, judge
 
 def check_mrpo_alignment(family, path, records, judge, tmp_path, overrides=()):
     """The body of the test above (also run by the GPU suite with bf16 overrides)."""
-    from medrl.data import to_hf_dataset
-    from medrl.parsing import step_token_spans
-    from medrl.train.teacher import install_teacher
-    from medrl.parsing import completion_token_offsets
+    from medrl.parsing import completion_token_offsets, step_token_spans
 
     _, tr = _rl_trainer("mrpo", path, records, judge, tmp_path,
                         overrides=[f"grpo.max_completion_length={MAX_LEN + 16}", "grpo.per_device_train_batch_size=4",
                                    *overrides])
-    calls = {"n": 0}
-
-    def text(rec):
-        calls["n"] += 1
-        return teacher_text(rec) if calls["n"] % 2 == 1 else wrong_text(rec)
-
-    install_teacher(tr, records[:2], text, replace_all=True)
-    tr.model.train()
-    tr.current_gradient_accumulation_steps = 1
-    ds = to_hf_dataset(records[:2], "think_answer")
-    out = tr._generate_and_score_completions([dict(ds[i]) for i in (0, 0, 1, 1)])
+    out = score_right_and_wrong(tr, records[:2], (0, 0, 1, 1))
     tok = tr._tokenizer
     adv = out["advantages"]
     B, T = out["completion_ids"].shape

@@ -22,18 +22,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from synthetic import score_right_and_wrong, synthetic_records, teacher_text, wrong_text
+
 REPO = Path(__file__).resolve().parents[1]
 MAX_LEN = 40
-
-
-def teacher_text(rec) -> str:
-    return (f"<think>This is a {rec.modality} image. The finding answers the question.</think>"
-            f"<answer>{rec.answer}</answer>")
-
-
-def wrong_text(rec) -> str:
-    return (f"<think>Let me think about this. This is a {rec.modality} image. It looks fine.</think>"
-            "<answer>banana</answer>")
 
 
 # ------------------------------------------------------------------------------ worker (subprocess)
@@ -42,7 +34,7 @@ def wrong_text(rec) -> str:
 def _worker(spec_path: str) -> None:
     import torch
 
-    from medrl.data import VQARecord, to_hf_dataset
+    from medrl.data import VQARecord
     from medrl.judges import build_judge
     from medrl.train.pipeline import train_rl
     from medrl.train.recipes import load_recipe
@@ -64,20 +56,10 @@ def _worker(spec_path: str) -> None:
             "logs": [h for h in tr.state.log_history if "reward" in h]}))
         return
     # mode "advantages": fixed rollouts (right, wrong) per prompt, no sampling
-    calls = {"n": 0}
-
-    def text(rec):
-        calls["n"] += 1
-        return teacher_text(rec) if calls["n"] % 2 == 1 else wrong_text(rec)
-
-    install_teacher(tr, records[:2], text, replace_all=True)
-    tr.model.train()
-    tr.current_gradient_accumulation_steps = 1
-    ds = to_hf_dataset(records[:2], "think_answer")
     rows = [0, 0, 1, 1]
     per = len(rows) // world
     local = rows[rank * per:(rank + 1) * per]
-    res = tr._generate_and_score_completions([dict(ds[i]) for i in local])
+    res = score_right_and_wrong(tr, records[:2], local)
     torch.save({"world": world, "rank": rank, "rows": local, "advantages": res["advantages"].cpu(),
                 "completion_ids": res["completion_ids"].cpu(), "completion_mask": res["completion_mask"].cpu()},
                out / f"adv_{rank}.pt")
@@ -97,7 +79,6 @@ pytest.importorskip("accelerate")
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")]
 
-from synthetic import synthetic_records  # noqa: E402
 
 
 @pytest.fixture(scope="module")
