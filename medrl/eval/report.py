@@ -27,6 +27,16 @@ white-space:pre-wrap}.note{color:#555;font-size:.92em}
 """
 
 
+def ci_cell(m: dict | None, pct: bool) -> str:
+    """``mean [low, high]`` of a metric summary (``{"mean", "low", "high"}``; percent when ``pct``);
+    "-" when there is no mean."""
+    if not m or m.get("mean") is None:
+        return "-"
+    if pct:
+        return f"{100 * m['mean']:.1f} [{100 * m['low']:.1f}, {100 * m['high']:.1f}]"
+    return f"{m['mean']:.3f} [{m['low']:.3f}, {m['high']:.3f}]"
+
+
 def fmt(v: Any, pct: bool = False, digits: int = 3) -> str:
     """A table cell: None -> "-", floats rounded (or as percentages)."""
     if v is None:

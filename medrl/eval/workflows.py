@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from medrl.eval import analysis as A
 from medrl.eval import plots
-from medrl.eval.report import Report, fmt
+from medrl.eval.report import Report, ci_cell, fmt
 from medrl.eval.scoring import SCORE_KEYS, output_correct, step_valid_flags
 from medrl.jsonl import read_jsonl, write_jsonl
 
@@ -36,14 +36,6 @@ def _write_json(path: Path, obj: Any) -> None:
 
 
 _PCT_KEYS = ("judge_binary", "judge_answer", "exact")
-
-
-def _ci_cell(m: dict | None, pct: bool) -> str:
-    if not m or m.get("mean") is None:
-        return "-"
-    if pct:
-        return f"{100 * m['mean']:.1f} [{100 * m['low']:.1f}, {100 * m['high']:.1f}]"
-    return f"{m['mean']:.3f} [{m['low']:.3f}, {m['high']:.3f}]"
 
 
 # --------------------------------------------------------------------------- eval report
@@ -81,13 +73,13 @@ def eval_report(out_dir: Path, rows: Sequence[dict], metrics: dict) -> tuple[Pat
         unscored = sum(d["metrics"][k]["unscored"] for k in ("judge_binary", "judge_report", "judge_answer")
                        if k in d["metrics"])
         body.append([name, d["domain"], d["n"], fmt(d["well_formed"], pct=True)]
-                    + [_ci_cell(d["metrics"].get(k), k in _PCT_KEYS) for k in keys] + [unscored])
+                    + [ci_cell(d["metrics"].get(k), k in _PCT_KEYS) for k in keys] + [unscored])
     rep.table(header, body, "Unscored judge verdicts are excluded from the metric they affect and counted here.")
     if metrics.get("macro"):
         rep.heading("Macro averages")
         scope_name = {"in": "In-domain", "out": "Out-of-domain", "all": "All datasets"}
         mbody = [[scope_name[s], ", ".join(sorted({n for k in m for n in m[k].get("datasets", [])}))]
-                 + [_ci_cell(m.get(k), k in _PCT_KEYS) for k in keys] for s, m in metrics["macro"].items()]
+                 + [ci_cell(m.get(k), k in _PCT_KEYS) for k in keys] for s, m in metrics["macro"].items()]
         rep.table(["Scope", "Datasets"] + [_METRIC_NAMES[k] for k in keys], mbody,
                   "Mean of the dataset means; CI from a stratified bootstrap.")
     fig_dir = out_dir / "figures"
@@ -138,7 +130,7 @@ def _protocol_sections(rep: Report, protocols: dict, fig_dir: Path, judge_images
         for ds, d in p["datasets"].items():
             unscored = sum(c.get("unscored", 0) for c in d["metrics"].values())
             body.append([ds, d["domain"], d["n"], d["counted"]]
-                        + [_ci_cell(d["metrics"].get(m["key"]), m["pct"]) for m in ms] + [unscored])
+                        + [ci_cell(d["metrics"].get(m["key"]), m["pct"]) for m in ms] + [unscored])
         rep.table(["Dataset", "Domain", "N", "Scored"] + [m["label"] for m in ms] + ["Unscored"], body,
                   "Scored: outputs this protocol counts (mrpo and armed's HSS: open-ended questions only). "
                   "Unscored judge verdicts are left out of the mean and counted.")
@@ -151,14 +143,14 @@ def _protocol_sections(rep: Report, protocols: dict, fig_dir: Path, judge_images
         if len(p["datasets"]) > 1 and p.get("macro"):
             rep.table(["Scope", "Datasets"] + [m["label"] for m in ms],
                       [[_SCOPE_NAMES[sc], ", ".join(sorted({n for c in mm.values() for n in c.get("datasets", [])}))]
-                       + [_ci_cell(mm.get(m["key"]), m["pct"]) for m in ms] for sc, mm in p["macro"].items()],
+                       + [ci_cell(mm.get(m["key"]), m["pct"]) for m in ms] for sc, mm in p["macro"].items()],
                       f"{name}: mean of the dataset means; CI from a stratified bootstrap.")
         for ds, d in p["datasets"].items():
             for g, per in d.get("groups", {}).items():
                 if len(per) < 2:
                     continue
                 rows = [[value, max((c.get("n", 0) + c.get("unscored", 0) for c in cell.values()), default=0)]
-                        + [_ci_cell(cell.get(m["key"]), m["pct"]) for m in ms] for value, cell in per.items()]
+                        + [ci_cell(cell.get(m["key"]), m["pct"]) for m in ms] for value, cell in per.items()]
                 rep.table([_GROUP_NAMES.get(g, g).capitalize(), "N"] + [m["label"] for m in ms], rows,
                           f"{name} on {ds}, per {_GROUP_NAMES.get(g, g)}")
 

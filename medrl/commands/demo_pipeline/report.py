@@ -11,7 +11,7 @@ from pathlib import Path
 
 from medrl.commands.demo_pipeline.settings import EVAL_DATASET, LABELS, MODELS, STATE_FILE, DemoConfig
 from medrl.commands.demo_pipeline.stages import StageRunner, fmt_secs
-from medrl.eval.report import Report, fmt
+from medrl.eval.report import Report, ci_cell, fmt
 from medrl.eval.scoring import output_correct
 
 log = logging.getLogger(__name__)
@@ -168,8 +168,8 @@ def accuracy_section(rep: Report, ctx: ReportContext) -> None:
     for m in MODELS:
         d = ctx.evals[m][0]["datasets"][EVAL_DATASET]
         unscored = d["metrics"].get("judge_binary", {}).get("unscored", 0)
-        body.append([LABELS[m], d["n"], ci_text(d["metrics"].get("judge_binary"), True),
-                     ci_text(d["metrics"].get("hss"), False), fmt(d["well_formed"], pct=True),
+        body.append([LABELS[m], d["n"], ci_cell(d["metrics"].get("judge_binary"), True),
+                     ci_cell(d["metrics"].get("hss"), False), fmt(d["well_formed"], pct=True),
                      fmt(d["steps"]["mean_steps"], digits=2), fmt(d["steps"]["valid_step_share"], pct=True), unscored])
     rep.table(["Model", "N", "Judged accuracy (%) [95% CI]", "HSS [95% CI]", "Well-formed (%)", "Mean steps",
                "Valid steps (%)", "Unscored"], body,
@@ -296,8 +296,8 @@ def summary_text(out: Path) -> str:
         except FileNotFoundError:
             continue
         d = metrics["datasets"][EVAL_DATASET]
-        lines.append(f"{LABELS[m]:16s} {d['n']:4d}  {ci_text(d['metrics'].get('judge_binary'), True):24s} "
-                     f"{ci_text(d['metrics'].get('hss'), False):24s}")
+        lines.append(f"{LABELS[m]:16s} {d['n']:4d}  {ci_cell(d['metrics'].get('judge_binary'), True):24s} "
+                     f"{ci_cell(d['metrics'].get('hss'), False):24s}")
     return "\n".join(lines)
 
 
@@ -307,15 +307,6 @@ def pct(v) -> str:
 
 def num(v) -> str:
     return "-" if v is None else f"{v:.3f}"
-
-
-def ci_text(m: dict | None, as_pct: bool) -> str:
-    """``mean [low, high]`` of a metric summary (percent for accuracy)."""
-    if not m or m.get("mean") is None:
-        return "-"
-    if as_pct:
-        return f"{100 * m['mean']:.1f} [{100 * m['low']:.1f}, {100 * m['high']:.1f}]"
-    return f"{m['mean']:.3f} [{m['low']:.3f}, {m['high']:.3f}]"
 
 
 def _verdict_mark(v: dict | None) -> str:
