@@ -11,6 +11,10 @@ runs one untimed block (lazy model loads, caches), and the first step of every t
 dropped. Prints the median seconds per step of each and the ratio
 MedGRPOTrainer / GRPOTrainer (target: under 1.10).
 
+MedGRPOTrainer also runs the reward-hacking monitor (:mod:`medrl.train.monitor`, on by default)
+on every batch; its time per step and its share of MedGRPOTrainer's median step are printed
+(target: under 2%).
+
 MedGRPOTrainer logs credit evidence (``credit.jsonl``: rollouts with their token advantages,
 :mod:`medrl.train.credit`) every ``--credit-every`` steps, by default every step - the worst
 case; recipes log every 10.
@@ -112,6 +116,7 @@ def main(argv=None) -> int:
         setattr(med_tr, name, timed)
     for tr in trainers.values():  # warm-up block each (lazy model loads, caches): not timed
         tr.train()
+    med_tr._monitor.seconds = 0.0
     times: dict[str, list[float]] = {k: [] for k in trainers}
     t0 = time.perf_counter()
     hook_time[0] = credit_time[0] = 0.0
@@ -138,10 +143,16 @@ def main(argv=None) -> int:
     size = credit_file.stat().st_size if credit_file.is_file() else 0
     print(f"  credit logging (every {args.credit_every} step(s)): {1000 * credit_time[0] / n_med:.1f} ms/step, "
           f"credit.jsonl {size / 1024:.0f} kB")
+    monitor_ms = 1000 * med_tr._monitor.seconds / n_med
+    monitor_share = med_tr._monitor.seconds / n_med / med[ours]
+    print(f"  hacking monitor (medrl.train.monitor): {monitor_ms:.1f} ms/step = {100 * monitor_share:.2f}% of a "
+          f"MedGRPOTrainer step (target < 2%)")
     print(f"ratio MedGRPOTrainer / GRPOTrainer = {ratio:.3f}   (target < 1.10; wall {elapsed:.0f} s)")
     if args.json:
         Path(args.json).write_text(json.dumps({"median_s_per_step": med, "times": times, "ratio": ratio,
-                                               "credit_every": args.credit_every}, indent=2))
+                                               "credit_every": args.credit_every,
+                                               "monitor_ms_per_step": monitor_ms, "monitor_share": monitor_share},
+                                              indent=2))
     return 0
 
 

@@ -88,8 +88,10 @@ class JudgeStats:
     deduplicated: int = 0  # identical requests in flight merged into one
     retries: int = 0
     failures: int = 0  # requests that ended unscored
-    input_tokens: int = 0
+    input_tokens: int = 0  # tokens the endpoint reported (``usage``), retries included
     output_tokens: int = 0
+    saved_input_tokens: int = 0  # what cache hits and merged in-flight duplicates would have cost
+    saved_output_tokens: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)

@@ -6,7 +6,9 @@ judge's raw reply text (secrets masked), stored only after it parsed, so a malfo
 never frozen into the cache and a parser change re-reads old replies.
 
 Access is short synchronous statements under a lock (safe from threads and from coroutines on
-any event loop); WAL mode lets several training processes share one file.
+any event loop); WAL mode lets several training processes share one file. Each entry also keeps
+the tokens its reply cost (the API's ``usage``), so a cache hit can report what it saved
+(:mod:`medrl.judges.cost`).
 
 Damage never stops a run: the file is checked at open (``PRAGMA quick_check``); a damaged file
 (and its -wal/-shm companions) is moved aside to ``<name>.corrupt-<time>`` with a warning naming
@@ -32,7 +34,10 @@ from medrl.text import clean_obj
 log = logging.getLogger("medrl.judges")
 
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS judge_cache (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
-           "reply TEXT NOT NULL, created REAL NOT NULL)")
+           "reply TEXT NOT NULL, created REAL NOT NULL, input_tokens INTEGER NOT NULL DEFAULT 0, "
+           "output_tokens INTEGER NOT NULL DEFAULT 0)")
+#: token columns added to caches written before they existed (their rows count 0 tokens saved)
+_USAGE_COLUMNS = ("input_tokens", "output_tokens")
 #: errors on one statement before the cache file is moved aside and started again
 _MAX_ERRORS = 3
 
@@ -76,6 +81,10 @@ class JudgeCache:
                 if row is None or row[0] != "ok":
                     raise sqlite3.DatabaseError(f"integrity check failed: {row[0] if row else 'no result'}")
             db.execute(_SCHEMA)
+            have = {row[1] for row in db.execute("PRAGMA table_info(judge_cache)")}
+            for col in _USAGE_COLUMNS:
+                if col not in have:
+                    db.execute(f"ALTER TABLE judge_cache ADD COLUMN {col} INTEGER NOT NULL DEFAULT 0")
             db.commit()
         except sqlite3.DatabaseError:
             db.close()
@@ -131,12 +140,27 @@ class JudgeCache:
                 return None
         return row[0] if row else None
 
-    def put(self, key: str, model: str, reply: str) -> None:
+    def get_usage(self, key: str) -> tuple[int, int] | None:
+        """(input tokens, output tokens) the cached reply cost when it was asked (what a cache hit
+        saves; 0, 0 for replies cached before tokens were stored), or None when not cached."""
+        with self._lock:
+            try:
+                row = self._db.execute("SELECT input_tokens, output_tokens FROM judge_cache WHERE key = ?",
+                                       (key,)).fetchone()
+            except sqlite3.Error as exc:
+                self._failed("read", exc)
+                return None
+        return (int(row[0]), int(row[1])) if row else None
+
+    def put(self, key: str, model: str, reply: str, usage: tuple[int, int] | None = None) -> None:
+        """Store a parsed reply; ``usage`` = (input tokens, output tokens) it cost."""
+        tin, tout = (int(usage[0]), int(usage[1])) if usage else (0, 0)
         with self._lock:
             try:
                 self._db.execute(
-                    "INSERT OR REPLACE INTO judge_cache (key, model, reply, created) VALUES (?, ?, ?, ?)",
-                    (key, model, reply, time.time()),
+                    "INSERT OR REPLACE INTO judge_cache (key, model, reply, created, input_tokens, output_tokens) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (key, model, reply, time.time(), tin, tout),
                 )
                 self._db.commit()
             except sqlite3.Error as exc:

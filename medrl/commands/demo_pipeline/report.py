@@ -78,6 +78,7 @@ def write_report(out: Path, config: DemoConfig, runner: StageRunner | None = Non
     what_mrpo_changed(rep, ctx)
     ffp_far_section(rep, ctx)
     training_section(rep, ctx)
+    hacking_section(rep, ctx)
     examples_section(rep, ctx)
     glance = [ctx.fig_dir / "accuracy.png", ctx.fig_dir / "ffp_stage_shares.png", ctx.fig_dir / "training_curves.png"]
     summary = summary_figure([g for g in glance if g.is_file()], ctx.fig_dir / "summary.png")
@@ -242,6 +243,22 @@ def training_section(rep: Report, ctx: ReportContext) -> None:
     rep.table(["Curve", "Run", "Steps", "First", "Last", "Mean"],
               [[p, r, len(v), fmt(v[0][1]), fmt(v[-1][1]), fmt(sum(y for _, y in v) / len(v))]
                for p, runs in panels.items() for r, v in runs.items() if v])
+
+
+def hacking_section(rep: Report, ctx: ReportContext) -> None:
+    """One panel: the reward-hacking monitor of the GRPO and MRPO runs (medrl.train.monitor)."""
+    from medrl.eval.hacking_report import add_hacking_section, load_monitor
+
+    runs = [(LABELS[m], ctx.out / m) for m in ("grpo", "mrpo") if (ctx.out / m / "monitor_summary.json").is_file()]
+    if not runs:
+        return
+    rep.heading("Reward-hacking monitor")
+    for label, run in runs:
+        data = load_monitor(run)
+        alerts = ", ".join(f"{a['signal']} at step {a['step']}" for a in data["alerts"]) or "none"
+        rep.paragraph(f"{label}: alerts {alerts}. Details: medrl analyze hacking {run.name}.")
+    label, run = runs[-1]
+    add_hacking_section(rep, load_monitor(run), ctx.fig_dir / label.lower(), max_examples=2)
 
 
 def examples_section(rep: Report, ctx: ReportContext) -> None:
