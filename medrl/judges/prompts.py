@@ -1,10 +1,8 @@
 """Judge prompts for the six tasks, written in this project's own words.
 
-The criteria follow the papers (MRPO 000_20b05565d28598f4.txt App. H.1-H.2 answer check and
-step-wise verification; CAPO 002_37d042df30c2f660.txt Table 9 consistency review; MediX-R1
-003_d5d6a0d73a50ab79.txt Sec. 2.3 strict YES/NO and App. A.2-A.3 evaluation JSON; ARMed
-001_46ab1c0cc2c66f17.txt Fig. 5 VQA refinement audit; StepGRPO 004_e0b907c1e61319f8.txt Sec. 3.2
-key steps); the wording is ours.
+The criteria follow the papers (MRPO App. H.1-H.2 answer check and step-wise verification;
+CAPO Table 9 consistency review; MediX-R1 Sec. 2.3 strict YES/NO and App. A.2-A.3 evaluation
+JSON; ARMed Fig. 5 VQA refinement audit; StepGRPO Sec. 3.2 key steps); the wording is ours.
 
 Injection safety: every piece of judged text (question, reference, rollout, steps) is placed in
 a block ``<<<BEGIN NAME>>> ... <<<END NAME>>>``. Inside a block any run of three or more ``<`` or
@@ -20,6 +18,11 @@ from __future__ import annotations
 import json
 import re
 from typing import Any, Sequence
+
+#: Step criteria shared by every judge (this prompt and the reference judge's rules): a step
+#: packing more claims or words than this is a run-on, never credited as one valid step.
+STEP_MAX_CLAIMS = 2
+STEP_MAX_WORDS = 40
 
 TASKS = ("answer_correct", "verify_steps", "consistency", "grade", "audit_vqa", "extract_key_steps")
 
@@ -63,7 +66,10 @@ def _messages(task: str, body: str) -> list[dict[str, Any]]:
 def answer_correct(question: str, reference: str, prediction: str, answer_format: str = "yes_no") -> list[dict]:
     """Binary answer check (MediX-R1 R_llm YES/NO; MRPO H.1 O/X)."""
     if answer_format == "o_x":
-        reply = "Reply with one character: O if the candidate answer is correct, X if it is not."
+        reply = ("Also accept a candidate that does not match the reference word for word but still answers "
+                 "the question well enough to count as right (MRPO App. H.1), as long as it is none of the "
+                 "rejected cases above.\nReply with one character: O if the candidate answer is acceptable, "
+                 "X if it is not.")
     elif answer_format == "yes_no":
         reply = "Reply with one word: YES if the candidate answer is correct, NO if it is not."
     else:
@@ -118,7 +124,18 @@ case. A step gets 0 on both marks when it is a bare noun phrase or a string of k
 (keyword stuffing: "CT, MRI, X-ray, left, right"), when it is meta-commentary about what the
 model is going to do or about its own reasoning ("I will look at...", "Let us consider the
 options", "Step 2: analyse the image"), when it is empty or says nothing concrete, or when it
-only repeats an earlier step in the same or other words.
+only repeats an earlier step in the same or other words (only the first of near-identical
+steps can earn a mark).
+
+A step that only restates the question, the answer or the reference answer, with nothing
+else ("The answer is X", "Final answer: X", "So the diagnosis is X", "Therefore X.", "This is
+X"), is not reasoning: 0 on both marks. The one exception is the last step when every earlier
+step is valid: there it is the conclusion those steps reach, and is marked as usual.
+
+Judge a step carrying several claims (clauses joined by commas, "and", "so" or semicolons) as
+a whole: 0 on both marks when any of its claims is wrong, or when it packs more than
+{STEP_MAX_CLAIMS} claims or {STEP_MAX_WORDS} words into one step (a run-on doing the work of
+several steps); its gold_alignment is 1 only when every claim agrees with the reference.
 
 gold_alignment = 1 when the step agrees with {ref_name}: the right imaging modality, tissue
 or stain early on; the same findings at the same location and laterality in the middle; a
