@@ -48,8 +48,8 @@ def test_models_endpoint_and_all_six_tasks(reference_url):
 
     async def go():
         return await asyncio.gather(
-            j.answer_correct("What organ?", "Lung", "the lungs"),
-            j.answer_correct("What organ?", "Lung", "heart"),
+            j.answer_correct("What organ?", "Lung", "Lung, enlarged"),  # left open by the structure: asked
+            j.answer_correct("What organ?", "Lung", "lung apex"),
             j.verify_steps("Where is the mass?", "Left kidney",
                            ["This is an axial CT of the abdomen.", "I will check.", "A mass is in the left kidney."],
                            evidence={"modality": "CT", "organ": "Abdomen"}),
@@ -73,16 +73,18 @@ def test_models_endpoint_and_all_six_tasks(reference_url):
 
 def test_o_x_format_over_http(reference_url):
     j = _judge(reference_url, answer_format="o_x")
-    assert run_sync(j.answer_correct("q", "Lung", "lung")).value is True
-    assert run_sync(j.answer_correct("q", "Lung", "liver")).value is False
+    assert run_sync(j.answer_correct("q", "Lung", "Lung, enlarged")).value is True
+    assert run_sync(j.answer_correct("q", "Lung", "lung apex")).value is False
+    assert j.stats.calls == 2
     j.close()
 
 
 def test_cache_persists_and_duplicates_are_merged(reference_url, tmp_path):
     j = _judge(reference_url, tmp_path)
 
-    async def batch():  # a GRPO group: 8 rollouts, 3 distinct short answers
-        preds = ["lung", "lung", "lungs", "heart", "lung", "heart", "lungs", "lung"]
+    async def batch():  # a GRPO group: 8 rollouts, 3 distinct short answers the answer structure leaves to the judge
+        a, b, c = "Lung, enlarged", "enlarged lung", "lung apex"
+        preds = [a, a, b, c, a, c, b, a]
         return await asyncio.gather(*(j.answer_correct("What organ?", "Lung", p) for p in preds))
 
     first = run_sync(batch())
@@ -92,7 +94,7 @@ def test_cache_persists_and_duplicates_are_merged(reference_url, tmp_path):
     j2 = _judge(reference_url, tmp_path)  # a new process would see the same file
 
     async def repeat():
-        return await asyncio.gather(*(j2.answer_correct("What organ?", "Lung", p) for p in ["lung", "heart"]))
+        return await asyncio.gather(*(j2.answer_correct("What organ?", "Lung", p) for p in ["Lung, enlarged", "lung apex"]))
 
     again = run_sync(repeat())
     assert [v.value for v in again] == [True, False] and all(v.meta.get("cached") for v in again)
@@ -178,8 +180,9 @@ def fault_server():
 
 def test_faults_are_retried_or_unscored_and_counted(fault_server, caplog):
     url, _ = fault_server
-    j = OpenAIJudge("m", base_url=url, cache_path=":memory:", concurrency=8, **FAST)
-    modes = ["none", "slow", "http500_once", "http429_once", "timeout_once", "malformed_once", "garbage_body_once",
+    # retry_budget=0: every retry counted here runs (the budget is tested in test_judge_timeouts.py)
+    j = OpenAIJudge("m", base_url=url, cache_path=":memory:", concurrency=8, retry_budget=0, **FAST)
+    modes = ["plain", "slow", "http500_once", "http429_once", "timeout_once", "malformed_once", "garbage_body_once",
              "http500_always", "timeout_always", "malformed_always"]
 
     async def go():

@@ -9,21 +9,30 @@ on access, so building the dataset does not read the pictures.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Sequence
 
 from medrl.data.prompts import build_prompt
+from medrl.data.images import configured_data_roots, outside_root_problem
 from medrl.data.record import DataError, VQARecord, is_open_ended_answer, normalize_answer_text, normalize_answer_type
+from medrl.data.validate import invalid_record
 
 
-def to_hf_dataset(records: Sequence[VQARecord], prompt_style: str = "think_answer", *, system_prompt: str | None = None):
+def to_hf_dataset(records: Sequence[VQARecord], prompt_style: str = "think_answer", *, system_prompt: str | None = None,
+                  max_pixels: int | None = None):
     """A ``datasets.Dataset`` with one row per record.
 
     Single-image records give an ``image`` column (PIL on access); when any record has several
     images the column is ``images`` (a list) instead, which TRL also accepts. ``key_step_forms``
     carries the equivalent forms of each key step (list of lists) when curation produced them.
+    An image over ``max_pixels`` (default :func:`medrl.data.images.default_max_pixels`; ARMed
+    401,408, MediX-R1 4,194,304 in their recipes) is replaced by a downscaled copy
+    (:func:`medrl.data.images.capped_image_path`), so the trainer never decodes it at full size.
     """
     import datasets
+
+    from medrl.data.images import capped_image_path
 
     if not records:
         raise DataError("to_hf_dataset: no records")
@@ -42,7 +51,8 @@ def to_hf_dataset(records: Sequence[VQARecord], prompt_style: str = "think_answe
         cols["key_step_forms"].append(r.extras.get("key_step_forms"))
         ev = r.evidence()
         cols["evidence"].append({k: ev.get(k) for k in ev_keys} | {"findings": ev.get("findings")})
-        images.append(list(r.images) if multi else (r.images[0] if r.images else None))
+        capped = [capped_image_path(p, max_pixels) for p in r.images]
+        images.append(capped if multi else (capped[0] if capped else None))
     S, L = datasets.Value("string"), datasets.List
     features = datasets.Features({
         "record_id": S,
@@ -141,6 +151,7 @@ def load_hf_records(path: str | Path, split: str | None = None, *, source: str |
     defaults = defaults or {}
     src = source or f"hf:{path.name}"
     out: list[VQARecord] = []
+    roots = _image_roots(path)
     for sname, d in parts:
         cols = list(d.column_names) if hasattr(d, "column_names") else (list(d[0]) if d else [])
         img_col = "image" if "image" in cols else "images" if "images" in cols else None
@@ -155,7 +166,15 @@ def load_hf_records(path: str | Path, split: str | None = None, *, source: str |
             imgs = row[img_col] if img_col == "images" else [row[img_col]]
             paths = [_image_file(path, x, f"{sname or 'data'}-{i}-{k}") for k, x in enumerate(imgs or []) if x]
             rid = row.get("id") or row.get("record_id") or f"{source or 'hf'}-{sname or 'data'}-{i}"
-            answer = normalize_answer_text(row["answer"])
+            where = f"{path} split {sname or 'data'} row #{i}"
+            problems = [f"{where}: {why}" for why in (outside_root_problem(p, roots) for p in paths if p) if why]
+            try:
+                answer = normalize_answer_text(row["answer"], where)
+            except DataError as exc:
+                problems.append(str(exc))
+            if problems:  # reported by validation naming the row; skippable with skip_invalid
+                out.append(invalid_record(str(rid), problems, split=row.get("split") or sname, source=src))
+                continue
             get = lambda k: row.get(k) if row.get(k) not in (None, "") else defaults.get(k)  # noqa: E731
             modality = get("modality")
             tag = get("modality_tag")
@@ -173,6 +192,21 @@ def load_hf_records(path: str | Path, split: str | None = None, *, source: str |
                 extras={"lang": "en", **{k: v for k, v in row.items() if k not in known and _jsonable(v)}},
             ))
     return out
+
+
+def _image_roots(path: Path) -> list:
+    """Folders a Hugging Face dataset's image files may be in: its own folder, medrl's copy of
+    its embedded images, the configured data folder and the Hugging Face cache."""
+    from medrl.paths import cache_dir
+
+    roots = [path if path.exists() else None, cache_dir() / "hf_images", *configured_data_roots()]
+    try:
+        from huggingface_hub import constants
+
+        roots += [constants.HF_HOME, constants.HF_HUB_CACHE, os.environ.get("HF_DATASETS_CACHE")]
+    except ImportError:  # pragma: no cover - datasets depends on huggingface_hub
+        pass
+    return roots
 
 
 def _image_file(root: Path, item: dict, name: str) -> str:

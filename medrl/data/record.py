@@ -47,13 +47,22 @@ def take_converted() -> Counter:
     return out
 
 
-def normalize_answer_text(answer: Any) -> str:
+def normalize_answer_text(answer: Any, where: str = "") -> str:
     """Answers are strings: ints (VQA-RAD has a few: ``4``, ``12``) and floats become text
-    (counted: see :func:`take_converted`); lone surrogates become U+FFFD."""
+    (counted: see :func:`take_converted`); lone surrogates become U+FFFD. An object or a list
+    (``{"text": "yes"}``) is not guessed at: :class:`DataError` naming ``where`` (file and
+    line/record) and the value, rather than the text ``"{'text': 'yes'}"``."""
     if answer is None:
         return ""
     if isinstance(answer, str):
         return clean_text(answer).strip()
+    if not isinstance(answer, (int, float)):
+        kind = "a JSON object" if isinstance(answer, dict) else "a list" if isinstance(answer, (list, tuple)) else \
+            type(answer).__name__
+        shown = repr(answer)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        raise DataError(f"{where + ': ' if where else ''}field 'answer' is {kind} ({shown}); an answer must be "
+                        "text or a number - write the answer text itself")
     with _CONVERTED_LOCK:
         _CONVERTED[type(answer).__name__] += 1
     if isinstance(answer, bool):
@@ -194,7 +203,7 @@ class VQARecord:
         question = data.get("question")
         if not isinstance(question, str) or not question.strip():
             raise DataError(f"{where}: empty or missing 'question'")
-        answer = normalize_answer_text(data.get("answer"))
+        answer = normalize_answer_text(data.get("answer"), where)
         if not answer:
             raise DataError(f"{where}: empty or missing 'answer'")
         key_steps = data.get("key_steps")
@@ -236,16 +245,25 @@ def read_jsonl(path: str | os.PathLike, *, skip_invalid: bool = False, report: d
     with ``skip_invalid`` it is skipped and counted in ``report["invalid"]`` (reasons in
     ``report["errors"]``, in file order). Lines are split on ``\n`` only (U+2028 and friends
     inside a value stay part of it). Each record's line number goes to
-    ``report["positions"]`` so later checks report in file order and name lines.
+    ``report["positions"]`` so later checks report in file order and name lines. An image path
+    resolving outside the file's folder and the configured data folder is a malformed record
+    (:func:`medrl.data.images.outside_root_problem`) unless allowed.
     """
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such JSONL file")
+    from medrl.data.images import configured_data_roots, outside_root_problem
+
     out: list[VQARecord] = []
     positions = report.setdefault("positions", {}) if report is not None else {}
+    roots = (path.parent, *configured_data_roots())  # where its images may be (docs/data.md "Data safety")
     for lineno, obj in _iter_jsonl_tolerant(path, skip_invalid, report):
         try:
             rec = VQARecord.from_dict(obj, where=f"{path}:{lineno}", base_dir=path.parent)
+            for image in rec.images:
+                why = outside_root_problem(image, roots)
+                if why:
+                    raise DataError(f"{path}:{lineno} (id {rec.id!r}): {why}")
         except DataError as exc:
             if not skip_invalid:
                 raise

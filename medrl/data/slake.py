@@ -28,7 +28,9 @@ import json
 import logging
 from pathlib import Path
 
+from medrl.data.images import outside_root_problem
 from medrl.data.record import DataError, VQARecord, is_open_ended_answer, normalize_answer_text, normalize_answer_type
+from medrl.data.validate import PROBLEMS_KEY, invalid_record
 from medrl.modality import modality_to_tag
 
 SPLITS = {"train": "train.json", "validate": "validate.json", "test": "test.json"}
@@ -79,10 +81,25 @@ def _tag(modality: str | None) -> str | None:
 
 
 def _record(root: Path, q: dict, rid: str, split: str, where: str, det_cache: dict) -> VQARecord:
-    for key in ("img_name", "question", "answer"):
-        if key not in q:
-            raise DataError(f"{where}: SLAKE record {rid!r} lacks field {key!r}")
-    answer = normalize_answer_text(q["answer"])
+    lang = q.get("q_lang", "en") if isinstance(q.get("q_lang", "en"), str) else None
+    problems = [f"{where}: field {key!r} missing" for key in ("img_name", "question", "answer") if key not in q]
+    if "img_name" in q and not (isinstance(q["img_name"], str) and q["img_name"].strip()):
+        problems.append(f"{where}: field 'img_name' must be one image path, got {type(q['img_name']).__name__} "
+                        f"{q['img_name']!r}")
+    if "question" in q and not isinstance(q["question"], str):
+        problems.append(f"{where}: field 'question' must be text, got {type(q['question']).__name__}")
+    answer = ""
+    if "answer" in q:
+        try:
+            answer = normalize_answer_text(q["answer"], where)
+        except DataError as exc:
+            problems.append(str(exc))
+    if not problems:
+        why = outside_root_problem(root / "imgs" / q["img_name"], [root])
+        if why:
+            problems.append(f"{where}: {why}")
+    if problems:  # reported by validation naming file and record; skippable with skip_invalid
+        return invalid_record(rid, problems, lang=lang, split=split, source="slake")
     folder = _folder_of(q["img_name"])
     extras = {"lang": q.get("q_lang", "en"), "img_id": q.get("img_id"), "img_name": q["img_name"]}
     for k in ("base_type", "content_type", "triple", "qid"):
@@ -137,13 +154,13 @@ def load_slake(
             recs = _flat(root, entries, s, path, det_cache, lang)
         out += recs
     if drop_empty:
-        empty = [r for r in out if not r.answer]
+        empty = [r for r in out if not r.answer and not r.extras.get(PROBLEMS_KEY)]
         if empty:
             names = [f"{r.id} ({r.extras.get('img_name')}: {r.question!r})" for r in empty]
             logging.getLogger("medrl.data").warning("SLAKE: dropped %d record(s) with an empty answer: %s", len(empty), "; ".join(names))
             if report is not None:
                 report.setdefault("empty_answers", []).extend(names)
-            out = [r for r in out if r.answer]
+            out = [r for r in out if r.answer or r.extras.get(PROBLEMS_KEY)]
     return out
 
 
@@ -163,7 +180,7 @@ def _per_image(root: Path, entries: list, split: str, path: Path, det_cache: dic
             if lang is not None and q.get("q_lang", "en") != lang:
                 continue
             img_id = q.get("img_id", folder)
-            out.append(_record(root, q, f"slake-{img_id}-{k}", split, str(qpath), det_cache))
+            out.append(_record(root, q, f"slake-{img_id}-{k}", split, f"{qpath} record #{k}", det_cache))
     return out
 
 

@@ -1,8 +1,10 @@
-"""Record validation: readable images, non-empty question and answer, well-formed fields.
+"""Record validation: images that decode fully, non-empty question and answer, well-formed fields.
 
-Every loader runs :func:`validate_records` on what it built, so a missing image or an empty
-answer is reported with the source file and the record id rather than failing later inside a
-trainer. ``skip_invalid=True`` drops bad records and counts them in a report instead.
+Every loader runs :func:`validate_records` on what it built, so a missing, truncated or
+oversized image (:mod:`medrl.data.images`: every image is decoded, in parallel, cached by file
+digest), an empty answer, an overlong question or a malformed field a loader found
+(``extras["load_problems"]``) is reported with the source file and the record id rather than
+failing later inside a trainer. ``skip_invalid=True`` drops bad records and counts them in a report instead.
 
 A record id that occurs twice is an error naming both records (their lines for a JSONL file):
 eval folders, caches and result logs key rows by id, so the second would silently take the
@@ -12,7 +14,7 @@ first one's place. Non-string answers converted on loading are counted here
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import logging
 import os
 from typing import Iterable
@@ -22,42 +24,60 @@ from medrl.data.record import DataError, VQARecord, _count_invalid, take_convert
 log = logging.getLogger(__name__)
 
 
-@functools.lru_cache(maxsize=65536)
-def _image_problem(path: str, mtime: float) -> str | None:
-    """None when the image opens (header parsed by PIL), else why not. Cached per (path, mtime)."""
-    from PIL import Image, UnidentifiedImageError
+#: Longest question accepted, in characters (``$MEDRL_MAX_QUESTION_CHARS`` overrides). Medical VQA
+#: questions are under 1,000 characters; a longer one is a broken record (a file pasted into a
+#: field), and generating on it would fill the model's context for minutes. The policy side
+#: also checks the rendered prompt in tokens (:func:`medrl.models.generation.generate`).
+MAX_QUESTION_CHARS = 20_000
+#: ``extras`` key where a loader leaves per-record problems it found while building a record
+#: (a malformed field, an image path outside the data root), so that validation reports them
+#: naming file and record, and ``skip_invalid`` can skip the record instead of the load failing.
+PROBLEMS_KEY = "load_problems"
 
-    try:
-        with Image.open(path) as im:
-            im.size  # header parsed
-    except (UnidentifiedImageError, OSError, ValueError) as exc:
-        return f"unreadable image {path} ({type(exc).__name__}: {exc})"
-    return None
+
+def invalid_record(rid: str, problems: list[str], *, lang: str | None = "en", **fields) -> VQARecord:
+    """A placeholder for a record a loader could not build: validation reports ``problems``
+    (each naming file, record and field) and raises, or skips it with ``skip_invalid``.
+    ``lang`` keeps it through the language filter so that it is reported, not silently lost."""
+    extras = {PROBLEMS_KEY: list(problems)}
+    if lang:
+        extras["lang"] = lang
+    return VQARecord(id=rid, images=[], question="", answer="", extras=extras, **fields)
+
+
+def max_question_chars() -> int:
+    raw = os.environ.get("MEDRL_MAX_QUESTION_CHARS", "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else MAX_QUESTION_CHARS
 
 
 def image_problem(path: str) -> str | None:
-    """Why ``path`` is not a usable image (missing or unreadable), or None when it is fine."""
-    try:
-        mtime = os.stat(path).st_mtime
-    except OSError:
-        return f"missing image {path}"
-    if not os.path.isfile(path):
-        return f"image path {path} is not a file"
-    return _image_problem(path, mtime)
+    """Why ``path`` is not a usable image (missing, unreadable, truncated, a decompression bomb),
+    or None when it decodes fully (:func:`medrl.data.images.check_images`, cached by digest)."""
+    from medrl.data.images import check_images
+
+    return check_images([path])[path]
 
 
-def record_problems(rec: VQARecord, *, check_images: bool = True, require_image: bool = True) -> list[str]:
-    """All reasons why ``rec`` is unusable (empty list when it is fine)."""
+def record_problems(rec: VQARecord, *, check_images: bool = True, require_image: bool = True,
+                    image_problems: dict[str, str | None] | None = None) -> list[str]:
+    """All reasons why ``rec`` is unusable (empty list when it is fine). ``image_problems``:
+    results of :func:`medrl.data.images.check_images` already computed for its images."""
+    loader_problems = rec.extras.get(PROBLEMS_KEY) if isinstance(rec.extras, dict) else None
+    if loader_problems:  # the loader named the cause; its images are not opened
+        return [str(p) for p in loader_problems]
     problems = []
     if not isinstance(rec.question, str) or not rec.question.strip():
         problems.append("empty question")
+    elif len(rec.question) > max_question_chars():
+        problems.append(f"question is {len(rec.question):,} characters, over the limit of "
+                        f"{max_question_chars():,} (MEDRL_MAX_QUESTION_CHARS)")
     if not isinstance(rec.answer, str) or not rec.answer.strip():
         problems.append("empty answer")
     if require_image and not rec.images:
         problems.append("no image")
     if check_images:
         for p in rec.images:
-            why = image_problem(p)
+            why = image_problems[p] if image_problems is not None and p in image_problems else image_problem(p)
             if why:
                 problems.append(why)
     return problems
@@ -72,12 +92,32 @@ def validate_records(
     skip_invalid: bool = False,
     report: dict | None = None,
     check_duplicates: bool = True,
+    roots: Iterable[str | os.PathLike] | None = None,
 ) -> list[VQARecord]:
     """Check every record; raise :class:`DataError` on the first bad one (naming ``where`` - the
     source file - and the record id) or, with ``skip_invalid``, drop bad ones and count them in
     ``report`` (``invalid`` count, ``errors`` list of messages in source order, ``valid`` count).
     ``check_duplicates``: a second record with an id already seen is invalid (message names both).
+    ``roots``: the folders the source may read images from (its dataset folder); an image
+    resolving outside all of them is invalid and never opened
+    (:func:`medrl.data.images.outside_root_problem`; allowed with ``--allow-outside-data-root``).
     """
+    records = list(records)
+    if roots is not None:
+        from medrl.data.images import outside_root_problem
+
+        roots = list(roots)
+        for i, rec in enumerate(records):
+            outside = [w for w in (outside_root_problem(p, roots) for p in rec.images) if w]
+            if outside and not (rec.extras or {}).get(PROBLEMS_KEY):
+                extras = dict(rec.extras or {})
+                extras[PROBLEMS_KEY] = outside
+                records[i] = dataclasses.replace(rec, extras=extras)
+    images: dict[str, str | None] | None = None
+    if check_images:  # decode every image once, in parallel, before the per-record pass
+        from medrl.data.images import check_images as decode_all
+
+        images = decode_all(p for r in records if not (r.extras or {}).get(PROBLEMS_KEY) for p in r.images)
     good: list[VQARecord] = []
     prefix = f"{where}: " if where else ""
     lines = (report or {}).get("positions") or {}  # id -> JSONL line numbers (medrl.data.record.read_jsonl)
@@ -88,7 +128,8 @@ def validate_records(
         occurrence[rec.id] = k + 1
         rec_lines = lines.get(rec.id) or []
         pos = rec_lines[k] if k < len(rec_lines) else index + 1
-        problems = record_problems(rec, check_images=check_images, require_image=require_image)
+        problems = record_problems(rec, check_images=check_images, require_image=require_image,
+                                   image_problems=images)
         if check_duplicates and rec.id in first_seen:
             first = first_seen[rec.id]
             if rec_lines and k < len(rec_lines):
@@ -114,3 +155,39 @@ def validate_records(
     if report is not None:
         report["valid"] = report.get("valid", 0) + len(good)
     return good
+
+
+def source_identity(source: str, split: str | None = None, data_dir: str | os.PathLike | None = None) -> tuple:
+    """What ``source`` (a ``load_records`` spec) reads, spelled one way: a file or folder by its
+    resolved path (``a.jsonl``, ``./a.jsonl``, ``x/../a.jsonl`` and a symlink to it are one),
+    a named dataset by its name and the resolved data folder; plus the split."""
+    from medrl.data.loaders import parse_source
+
+    kind, path, src_split = parse_source(source)
+    split = split or src_split
+    if kind in ("jsonl", "hf") and path:
+        p = os.path.realpath(os.path.expanduser(path)) if kind == "jsonl" or os.path.exists(path) else path
+        return kind, p, split
+    try:
+        from medrl.paths import data_root
+
+        root = os.path.realpath(data_root(data_dir))
+    except (FileNotFoundError, OSError):
+        root = None
+    return kind, root, split
+
+
+def refuse_duplicate_sources(specs: Iterable[tuple[str, str, str | None]],
+                             data_dir: str | os.PathLike | None = None) -> None:
+    """Raise :class:`DataError` when two dataset specs read the same source (by
+    :func:`source_identity`): evaluated twice, one file would count as two datasets in the
+    macro averages. ``specs``: ``(spec as given, source, split)``."""
+    seen: dict[tuple, str] = {}
+    for spec, source, split in specs:
+        key = source_identity(source, split, data_dir)
+        if key in seen:
+            what = f"the same file {key[1]}" if key[0] in ("jsonl", "hf") else f"the same dataset {key[0]}"
+            raise DataError(f"dataset specs {seen[key]!r} and {spec!r} name {what}"
+                            f"{f' (split {key[2]})' if key[2] else ''}: refused as a duplicate source; "
+                            "give each dataset once")
+        seen[key] = spec

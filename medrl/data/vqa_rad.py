@@ -22,7 +22,9 @@ import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from medrl.data.images import outside_root_problem
 from medrl.data.record import DataError, VQARecord, is_open_ended_answer, is_yes_no, normalize_answer_text, normalize_answer_type
+from medrl.data.validate import invalid_record
 from medrl.modality import modality_to_tag
 
 OFFICIAL_FILE = "VQA_RAD Dataset Public.json"
@@ -76,7 +78,8 @@ def derive_modalities(rows: list[dict]) -> dict[str, tuple[str, str]]:
     """
     by_image: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
-        by_image[r["image_name"]].append(r)
+        if isinstance(r.get("image_name"), str):  # a malformed record is reported by the loader
+            by_image[r["image_name"]].append(r)
     out: dict[str, tuple[str, str]] = {}
     for name, qs in by_image.items():
         for source, pool in (
@@ -88,7 +91,10 @@ def derive_modalities(rows: list[dict]) -> dict[str, tuple[str, str]]:
                 q = str(r.get("question", ""))
                 if _NEGATED.search(q.lower()):
                     continue
-                ans = normalize_answer_text(r.get("answer"))
+                try:
+                    ans = normalize_answer_text(r.get("answer"))
+                except DataError:
+                    continue
                 if is_yes_no(ans):
                     if ans.strip().lower().startswith("yes"):
                         m = _single(modality_mentions(q))
@@ -148,8 +154,8 @@ def load_vqa_rad(data_dir: Path, split: str | None = None, *, layout: str = "off
     if layout == "official":
         path = root / OFFICIAL_FILE
         rows = _read_json_list(path)
-        tagged = [(r, _split_of(r.get("phrase_type", ""))) for r in rows]
-        for i, (r, s) in enumerate(tagged):
+        tagged = [(r, _split_of(r.get("phrase_type", "")), path, i) for i, r in enumerate(rows)]
+        for r, s, _, i in tagged:
             if s is None:
                 raise DataError(f"{path}: record #{i} (qid {r.get('qid')!r}) has unknown phrase_type {r.get('phrase_type')!r}")
         all_rows = rows
@@ -159,20 +165,29 @@ def load_vqa_rad(data_dir: Path, split: str | None = None, *, layout: str = "off
         for s, fname in MEVF_FILES.items():
             if split in (None, s):
                 path = root / fname
-                tagged += [(r, s) for r in _read_json_list(path)]
-        all_rows = [r for r, _ in tagged]
+                tagged += [(r, s, path, i) for i, r in enumerate(_read_json_list(path))]
+        all_rows = [r for r, *_ in tagged]
         prefix = "vqa_rad_mevf"
     else:
         raise DataError(f"unknown VQA-RAD layout {layout!r}; use 'official' or 'mevf'")
     modalities = derive_modalities(all_rows)
+    source = "vqa_rad" if layout == "official" else "vqa_rad_mevf"
     out = []
-    for i, (r, s) in enumerate(tagged):
+    for r, s, path, i in tagged:
         if split is not None and s != split:
             continue
-        for key in ("qid", "image_name", "question", "answer"):
-            if key not in r:
-                raise DataError(f"{root}: VQA-RAD record #{i} lacks field {key!r}: {r}")
+        problems = record_field_problems(r, path, i)
+        if problems:  # reported by validation naming file and record; skippable with skip_invalid
+            qid = str(r["qid"]).strip() if isinstance(r.get("qid"), (str, int)) else f"record{i}"
+            out.append(invalid_record(f"{prefix}-{qid}", problems, split=s, source=source))
+            continue
         answer = normalize_answer_text(r["answer"])
+        image = img_dir / r["image_name"]
+        why = outside_root_problem(image, [root])
+        if why:
+            out.append(invalid_record(f"{prefix}-{str(r['qid']).strip()}", [f"{path.name} record #{i} (qid {r['qid']!r}): {why}"],
+                                      split=s, source=source))
+            continue
         raw_mod, mod_src = modalities.get(r["image_name"], (None, None))
         organ_code = str(r.get("image_organ", "")).strip().upper()
         extras = {k: r[k] for k in ("phrase_type", "qid_linked_id", "image_case_url", "question_rephrase",
@@ -181,7 +196,7 @@ def load_vqa_rad(data_dir: Path, split: str | None = None, *, layout: str = "off
                       modality_source=mod_src)
         out.append(VQARecord(
             id=f"{prefix}-{str(r['qid']).strip()}",
-            images=[str(img_dir / r["image_name"])],
+            images=[str(image)],
             question=str(r["question"]).strip(),
             answer=answer,
             answer_type=normalize_answer_type(r.get("answer_type")),
@@ -191,10 +206,29 @@ def load_vqa_rad(data_dir: Path, split: str | None = None, *, layout: str = "off
             organ=ORGANS.get(organ_code, organ_code.title() or None),
             question_type=(str(r.get("question_type")).strip().upper() or None) if r.get("question_type") else None,
             split=s,
-            source="vqa_rad" if layout == "official" else "vqa_rad_mevf",
+            source=source,
             extras=extras,
         ))
     return out
+
+
+def record_field_problems(r: dict, path: Path, index: int) -> list[str]:
+    """What is malformed in VQA-RAD record #``index`` of ``path`` (empty when nothing): a missing
+    field, an ``image_name`` that is not one file name, a question that is not text, an answer
+    that is an object or a list. Each message names the file, the record and the field."""
+    where = f"{path.name} record #{index}" + (f" (qid {r.get('qid')!r})" if "qid" in r else "")
+    problems = [f"{where}: field {key!r} missing" for key in ("qid", "image_name", "question", "answer") if key not in r]
+    name = r.get("image_name")
+    if "image_name" in r and not (isinstance(name, str) and name.strip()):
+        problems.append(f"{where}: field 'image_name' must be one image file name, got {type(name).__name__} {name!r}")
+    if "question" in r and not isinstance(r["question"], str):
+        problems.append(f"{where}: field 'question' must be text, got {type(r['question']).__name__}")
+    if "answer" in r:
+        try:
+            normalize_answer_text(r["answer"], where)
+        except DataError as exc:
+            problems.append(str(exc))
+    return problems
 
 
 def _read_json_list(path: Path) -> list[dict]:

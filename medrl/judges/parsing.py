@@ -126,8 +126,33 @@ def parse_step_verdicts(text: str, n_steps: int) -> list[StepVerdict]:
     return out
 
 
+#: Fields a judge may add next to a binary score that state the verdict a second time.
+VERDICT_FIELDS = ("verdict", "correct", "is_correct", "correctness", "judgement", "judgment", "decision",
+                  "result", "match")
+_VERDICT_WORDS = {"yes": True, "no": False, "true": True, "false": False, "correct": True, "incorrect": False,
+                  "o": True, "x": False, "right": True, "wrong": False, "pass": True, "fail": False}
+
+
+def _stated_verdict(value: Any) -> bool | None:
+    """The pass/fail a verdict field states (``"NO"``, ``false``, ``0``, ``"correct"``), None
+    when it states none of them (free text such as ``"partially"`` is not read)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        return _VERDICT_WORDS.get(value.strip().strip(_WRAP).rstrip(".").strip().lower())
+    return None
+
+
 def parse_score(text: str, rubric: str = "binary") -> float:
-    """``{"score": s}``: s in {0, 1} for "binary", an integer 0..5 for "report"."""
+    """``{"score": s}``: s in {0, 1} for "binary", an integer 0..5 for "report".
+
+    A binary reply that states its verdict twice must agree with itself: ``{"score": 1,
+    "verdict": "NO"}`` (any field of :data:`VERDICT_FIELDS` saying yes/no, true/false,
+    correct/incorrect, O/X, 1/0 against the score) raises, so the item is unscored with that
+    reason instead of being read as a pass.
+    """
     obj = parse_json_object(text)
     s = _get(obj, "score")
     if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s):
@@ -135,6 +160,12 @@ def parse_score(text: str, rubric: str = "binary") -> float:
     allowed = (0, 1) if rubric == "binary" else tuple(range(6))
     if s not in allowed:
         raise VerdictParseError(f"{rubric} score must be one of {allowed}, got {s!r}")
+    if rubric == "binary":
+        for name, value in obj.items():
+            if name.strip().lower() in VERDICT_FIELDS:
+                stated = _stated_verdict(value)
+                if stated is not None and stated != bool(s):
+                    raise VerdictParseError(f"contradictory fields: score {s!r} but {name} {value!r}")
     return float(s)
 
 

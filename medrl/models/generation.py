@@ -2,26 +2,72 @@
 
 from __future__ import annotations
 
+import io
 from typing import Any, Sequence
 
+from medrl.data.record import DataError
 
-def _open_image(img):
+
+def _open_image(img, max_pixels: int | None = None):
+    """An RGB PIL image of at most ``max_pixels`` pixels (default
+    :func:`medrl.data.images.default_max_pixels`): a larger one is downscaled here, before the
+    processor, so a 12000x12000 scan never reaches it at full size."""
     from PIL import Image
 
+    from medrl.data.images import capped_size, default_max_pixels, open_image
+
+    cap = int(max_pixels or default_max_pixels())
     if isinstance(img, Image.Image):
-        return img.convert("RGB") if img.mode != "RGB" else img
+        img = img.convert("RGB") if img.mode != "RGB" else img
+        target = capped_size(img.size, cap)
+        return img if target == img.size else img.resize(target, Image.Resampling.BICUBIC, reducing_gap=2.0)
     if isinstance(img, dict) and img.get("path"):  # datasets Image feature with decode=False
         img = img["path"]
-    if isinstance(img, (str, bytes)) or hasattr(img, "__fspath__"):
+    if isinstance(img, dict) and img.get("bytes"):
+        img = io.BytesIO(img["bytes"])
+    if isinstance(img, (str, bytes, io.IOBase)) or hasattr(img, "__fspath__"):
         try:
-            with Image.open(img) as im:
-                return im.convert("RGB")
-        except OSError as err:
+            return open_image(img, cap)
+        except (OSError, Image.DecompressionBombError) as err:
             raise ValueError(f"cannot read image {img!s}: {err}") from err
     raise TypeError(f"unsupported image value {type(img).__name__}")
 
 
-def to_chat(item: Any, prompt_style: str = "think_answer") -> tuple[list[dict], list]:
+class PromptTooLongError(DataError):
+    """A generation input whose prompt is longer than the model can take (names the record)."""
+
+
+def max_prompt_tokens_of(model, max_new_tokens: int = 0) -> int | None:
+    """The longest prompt ``model`` can take with ``max_new_tokens`` generated after it: its
+    (text) config's ``max_position_embeddings`` minus ``max_new_tokens``; None when unknown."""
+    cfg = getattr(model, "config", None)
+    for c in (getattr(cfg, "text_config", None), cfg):
+        n = getattr(c, "max_position_embeddings", None) if c is not None else None
+        if isinstance(n, int) and n > 0:
+            return max(1, n - int(max_new_tokens or 0))
+    return None
+
+
+def check_prompt_lengths(tok, texts: Sequence[str], items: Sequence[Any], limit: int | None, offset: int = 0) -> None:
+    """Raise :class:`PromptTooLongError` naming the first input whose rendered prompt has more
+    than ``limit`` tokens (the text part; image tokens come on top)."""
+    if not limit:
+        return
+    for k, text in enumerate(texts):
+        if len(text.encode("utf-8")) <= limit:  # a (byte-level) token covers at least one byte
+            continue
+        n = len(tok(text, add_special_tokens=False)["input_ids"])
+        if n > limit:
+            item = items[k]
+            rid = getattr(item, "id", None) or (item.get("id") if isinstance(item, dict) else None)
+            name = f"record {rid!r}" if rid is not None else f"generation input {offset + k}"
+            raise PromptTooLongError(
+                f"{name}: prompt is {n:,} tokens, over the limit of {limit:,} (the model's context minus "
+                "max_new_tokens, or max_prompt_tokens); shorten or drop the record (--skip-invalid skips "
+                "questions over MEDRL_MAX_QUESTION_CHARS at load time)")
+
+
+def to_chat(item: Any, prompt_style: str = "think_answer", max_pixels: int | None = None) -> tuple[list[dict], list]:
     """One generation input -> ``(messages, images)``.
 
     Accepted items: a :class:`medrl.data.VQARecord` (prompt built with
@@ -32,7 +78,7 @@ def to_chat(item: Any, prompt_style: str = "think_answer") -> tuple[list[dict], 
     if hasattr(item, "question") and hasattr(item, "images") and not isinstance(item, dict):
         from medrl.data.prompts import build_prompt
 
-        return build_prompt(item, prompt_style), [_open_image(p) for p in item.images]
+        return build_prompt(item, prompt_style), [_open_image(p, max_pixels) for p in item.images]
     if isinstance(item, str):
         return [{"role": "user", "content": [{"type": "text", "text": item}]}], []
     if isinstance(item, list):
@@ -40,11 +86,11 @@ def to_chat(item: Any, prompt_style: str = "think_answer") -> tuple[list[dict], 
     if isinstance(item, dict):
         if "prompt" not in item:
             raise ValueError(f"generation input has no 'prompt' field (keys: {sorted(item)})")
-        messages, _ = to_chat(item["prompt"], prompt_style)
+        messages, _ = to_chat(item["prompt"], prompt_style, max_pixels)
         imgs = item.get("images")
         if imgs is None:
             imgs = [item["image"]] if item.get("image") is not None else []
-        return messages, [_open_image(i) for i in imgs]
+        return messages, [_open_image(i, max_pixels) for i in imgs]
     raise TypeError(f"unsupported generation input {type(item).__name__}")
 
 
@@ -76,6 +122,8 @@ def generate(
     top_p: float = 1.0,
     seed: int | None = None,
     progress: bool = True,
+    max_pixels: int | None = None,
+    max_prompt_tokens: int | None = None,
 ) -> list[str]:
     """Generate one completion per input, in batches; returns the decoded completions.
 
@@ -83,6 +131,11 @@ def generate(
     ``temperature=0`` is greedy decoding; above 0 samples (with ``top_p``; ``seed`` fixes it).
     The prompt is rendered with the processor's chat template plus the generation prompt; special
     tokens are stripped from the output (the ``<think>``/``<answer>`` tags are ordinary text).
+
+    Guards: images over ``max_pixels`` are downscaled before the processor; a prompt longer than
+    ``max_prompt_tokens`` (default: the model's ``max_position_embeddings`` minus
+    ``max_new_tokens``) raises :class:`PromptTooLongError` naming the record before anything of
+    its batch is generated, instead of minutes of generation on a broken record.
     """
     import torch
     from tqdm.auto import tqdm
@@ -104,10 +157,11 @@ def generate(
         gen_kwargs.update(temperature=temperature, top_p=top_p)
     else:  # silence "temperature is set but do_sample=False" from a sampling generation config
         gen_kwargs.update(temperature=None, top_p=None, top_k=None)
+    limit = max_prompt_tokens or max_prompt_tokens_of(model, max_new_tokens)
     batches = range(0, len(items), max(1, batch_size))
     try:
         for start in tqdm(batches, desc="generate", unit="batch", disable=not progress or len(batches) < 2):
-            chats = [to_chat(x, prompt_style) for x in items[start : start + batch_size]]
+            chats = [to_chat(x, prompt_style, max_pixels) for x in items[start : start + batch_size]]
             for i, (messages, imgs) in enumerate(chats):
                 if _num_image_parts(messages) != len(imgs):
                     raise ValueError(
@@ -118,6 +172,7 @@ def generate(
                 processor.apply_chat_template(m, add_generation_prompt=True, tokenize=False)
                 for m, _ in chats
             ]
+            check_prompt_lengths(tok, texts, items[start : start + batch_size], limit, start)
             if _nested_images(processor):
                 images = [imgs for _, imgs in chats] if any(imgs for _, imgs in chats) else []
             else:
