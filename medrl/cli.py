@@ -28,13 +28,17 @@ EPILOG = """\
 Typical workflow:
   medrl data inspect --dataset vqa_rad              # look at the data
   medrl audit-rewards --recipe mrpo                 # can a policy buy reward with exploits?
-  medrl sft   --recipe sft --model <vlm> --data vqa_rad --out runs/warmup
-  medrl train --recipe mrpo --model runs/warmup --data vqa_rad --judge reference --out runs/mrpo
+  medrl train --recipe mrpo --dry-run               # check the recipe; batch, GRPOConfig
+  medrl train --recipe mrpo --model <vlm> --data vqa_rad --judge reference --out runs/mrpo
+                                                    # (MRPO App. D.1: RL without SFT warm-up;
+                                                    #  optional: medrl sft ... --out runs/warmup)
   medrl eval  --model runs/mrpo --data vqa_rad:test --judge reference --out evals/mrpo
   medrl analyze evals/mrpo                          # FFP / FAR figures and report
   medrl demo                                        # all of the above, offline, on real VQA-RAD
 
-Run `medrl <command> --help` for the options of each command.
+Run `medrl <command> --help` for the options of each command. Exit codes (all commands):
+0 ok, 1 check failed, 2 usage, 3 judge auth, 4 data, 5 model, 6 folder locked, 130 interrupted
+(docs/first-hour.md).
 """
 
 
@@ -76,7 +80,46 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return 0 if not argv else 2
-    return int(args._run(args) or 0)
+    return run_command(args, chosen or "medrl")
+
+
+#: Commands whose ``--model`` is checked before anything else runs (fails in a second, not
+#: after loading data). ``eval --rescore`` and ``train --dry-run`` need no model.
+MODEL_COMMANDS = ("train", "sft", "eval", "data")
+
+
+def run_command(args, name: str) -> int:
+    """Run a parsed command: work offline when the hub cannot be reached, check ``--model``
+    first, and turn known errors into one line and an exit code of :class:`medrl.exit_codes.Exit`
+    (``MEDRL_TRACEBACK=1`` re-raises them)."""
+    import os
+
+    from medrl.exit_codes import for_error
+
+    try:
+        if name not in ("analyze",):
+            from medrl.models.loading import offline_first
+
+            offline_first()
+        model = getattr(args, "model", None)
+        if name in MODEL_COMMANDS and isinstance(model, str) and model and not getattr(args, "dry_run", False):
+            from medrl.models.loading import resolve_model_path
+
+            if not _is_shorthand(model):
+                resolve_model_path(model)
+        return int(args._run(args) or 0)
+    except (KeyboardInterrupt, Exception) as exc:  # noqa: BLE001 - known classes only, others re-raised
+        known = for_error(exc)
+        if known is None or os.environ.get("MEDRL_TRACEBACK"):
+            raise
+        code, message = known
+        print(f"medrl {name}: {message}", file=sys.stderr)
+        return int(code)
+
+
+def _is_shorthand(model: str) -> bool:
+    # tiny / default are built on first use (minutes): leave that to the command itself
+    return model in ("tiny", "default") or model.startswith("tiny-")
 
 
 def _version() -> str:

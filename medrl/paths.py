@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Callable
 
 DATA_HELP = (
     "Set MEDRL_DATA_DIR (or pass --data-dir) to a folder holding vqa_rad/ and/or slake/. "
@@ -12,23 +13,52 @@ DATA_HELP = (
 )
 
 
-def data_root(explicit: str | os.PathLike | None = None) -> Path:
-    """The data folder: ``explicit``, else ``$MEDRL_DATA_DIR``, else ``./data``, else ``../shared/data``.
-
-    Raises FileNotFoundError with instructions when none exists.
-    """
-    candidates = []
+def data_candidates(explicit: str | os.PathLike | None = None) -> list[Path]:
+    """The folders a named dataset is looked for in, in order: ``explicit`` (``--data-dir``) alone
+    when given; else ``$MEDRL_DATA_DIR``, ``./data`` and ``../shared/data``."""
     if explicit:
-        candidates.append(Path(explicit))
-    elif os.environ.get("MEDRL_DATA_DIR"):
-        candidates.append(Path(os.environ["MEDRL_DATA_DIR"]))
-    else:
-        candidates += [Path("data"), Path("..") / "shared" / "data"]
+        return [Path(explicit).expanduser()]
+    out = []
+    if os.environ.get("MEDRL_DATA_DIR"):
+        out.append(Path(os.environ["MEDRL_DATA_DIR"]).expanduser())
+    out += [Path("data"), Path("..") / "shared" / "data"]
+    return out
+
+
+def data_roots(explicit: str | os.PathLike | None = None) -> list[Path]:
+    """The candidate folders of :func:`data_candidates` that exist, resolved."""
+    return [c.resolve() for c in data_candidates(explicit) if c.is_dir()]
+
+
+def data_root(explicit: str | os.PathLike | None = None) -> Path:
+    """The first existing data folder of :func:`data_candidates`.
+
+    A named dataset is looked up in every candidate instead (:func:`find_data_root`): a ``./data``
+    folder made by ``medrl data convert --out data/x.jsonl`` must not hide ``../shared/data``.
+    Raises FileNotFoundError listing the folders tried when none exists.
+    """
+    candidates = data_candidates(explicit)
     for c in candidates:
         if c.is_dir():
             return c.resolve()
     tried = ", ".join(str(c) for c in candidates)
     raise FileNotFoundError(f"no medical VQA data folder found (tried {tried}). {DATA_HELP}")
+
+
+def find_data_root(name: str, has: Callable[[Path], bool], explicit: str | os.PathLike | None = None) -> Path:
+    """The first candidate folder (:func:`data_candidates`) for which ``has(folder)`` is true.
+
+    Raises FileNotFoundError naming the dataset and every folder looked in (with why each one
+    did not serve: missing, or no ``name`` in it)."""
+    looked = []
+    for c in data_candidates(explicit):
+        if not c.is_dir():
+            looked.append(f"{c} (no such folder)")
+            continue
+        if has(c):
+            return c.resolve()
+        looked.append(f"{c.resolve()} (no {name} in it)")
+    raise FileNotFoundError(f"{name} not found; looked in: {'; '.join(looked)}. {DATA_HELP}")
 
 
 def cache_dir() -> Path:

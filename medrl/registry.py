@@ -53,3 +53,58 @@ class Registry:
     def __contains__(self, name: str) -> bool:
         self._load()
         return name in self._items
+
+
+# --------------------------------------------------------------------------------------------
+# Objects named by import path: "mypkg.rewards:my_reward" or "path/to/file.py:my_reward"
+
+
+def is_object_spec(name: str) -> bool:
+    """Whether ``name`` points at an object outside the registries: ``module:attr`` (a dotted
+    module path, importable) or ``path.py:attr`` (a Python file)."""
+    if not isinstance(name, str) or name.count(":") != 1 and not _windows_path(name):
+        return False
+    target, _, attr = name.rpartition(":")
+    return bool(target and attr.isidentifier())
+
+
+def _windows_path(name: str) -> bool:
+    return len(name) > 2 and name[1] == ":" and name.count(":") == 2
+
+
+def load_object(spec: str) -> Any:
+    """Import the object ``spec`` names (see :func:`is_object_spec`).
+
+    Raises ValueError with a one-line reason (file missing, module not importable, no such
+    attribute)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    target, _, attr = spec.rpartition(":")
+    if target.endswith(".py") or "/" in target or "\\" in target:
+        path = Path(target).expanduser()
+        if not path.is_file():
+            raise ValueError(f"{spec!r}: no such file {str(path)!r}")
+        mod_name = f"medrl_user_{abs(hash(str(path.resolve())))}"
+        module = sys.modules.get(mod_name)
+        if module is None:
+            loader_spec = importlib.util.spec_from_file_location(mod_name, path)
+            if loader_spec is None or loader_spec.loader is None:
+                raise ValueError(f"{spec!r}: cannot import {str(path)!r} as Python")
+            module = importlib.util.module_from_spec(loader_spec)
+            sys.modules[mod_name] = module
+            try:
+                loader_spec.loader.exec_module(module)
+            except Exception as exc:
+                del sys.modules[mod_name]
+                raise ValueError(f"{spec!r}: importing {str(path)!r} failed: {type(exc).__name__}: {exc}") from exc
+    else:
+        try:
+            module = importlib.import_module(target)
+        except ImportError as exc:
+            raise ValueError(f"{spec!r}: cannot import module {target!r} ({exc})") from exc
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise ValueError(f"{spec!r}: module {target!r} has no attribute {attr!r}") from None

@@ -40,7 +40,7 @@ def test_missing_image_reports_and_skip_invalid(tmp_path, capsys):
     recs = _recs(tmp_path)
     recs[0].images = [str(tmp_path / "gone.png")]
     src = write_jsonl(recs, tmp_path / "in.jsonl")
-    assert main(["data", "convert", "--dataset", f"jsonl:{src}", "--out", str(tmp_path / "o.jsonl")]) == 1
+    assert main(["data", "convert", "--dataset", f"jsonl:{src}", "--out", str(tmp_path / "o.jsonl")]) == 4  # Exit.DATA
     assert "record '0': missing image" in capsys.readouterr().err
     assert main(["data", "convert", "--dataset", f"jsonl:{src}", "--skip-invalid", "--out", str(tmp_path / "o.jsonl")]) == 0
     assert "skipped 1 invalid record" in capsys.readouterr().err and len(read_jsonl(tmp_path / "o.jsonl")) == 3

@@ -184,7 +184,9 @@ def test_load_policy_errors_and_shorthand(tmp_path, monkeypatch):
     path = resolve_model_path("tiny")
     assert path.endswith("models/tiny") and (tmp_path / "cache/models/tiny/config.json").is_file()
     assert resolve_model_path("tiny") == path  # built once, then reused
-    assert resolve_model_path("org/some-model") == "org/some-model"
+    # offline (the tests' setting) a hub id must be in the local cache: an uncached one fails at once
+    with pytest.raises(FileNotFoundError, match="no model folder or cached hub id 'org/some-model'"):
+        resolve_model_path("org/some-model")
 
 
 def test_grpo_trainer_one_step_from_folder_path(tiny_dir, tmp_path):

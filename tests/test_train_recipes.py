@@ -10,12 +10,15 @@ import pytest
 from medrl.train import recipes
 from medrl.train.recipes import RecipeError, build_grpo_config, build_reward_funcs, load_recipe
 
-ALL_RECIPES = ["armed", "armed_ablation_nosemantic", "armed_ablation_raw", "capo", "dapo", "dr_grpo", "gdpo", "grpo", "gspo", "medix_r1", "mrpo", "sft", "stepgrpo"]
+ALL_RECIPES = ["armed", "armed_ablation_nosemantic", "armed_ablation_raw", "capo", "capo_ablation_cdr",
+               "capo_ablation_dar", "capo_ablation_pcr", "capo_grpo", "dapo", "dr_grpo", "gdpo", "grpo", "gspo",
+               "medix_r1", "medix_r1_ablation_embed", "medix_r1_ablation_llm", "medix_r1_ablation_llm_embed", "mrpo",
+               "sft", "stepgrpo"]
 
 
 def test_every_recipe_ships_and_loads_with_and_without_cpu_profile():
-    assert recipes.list_recipes() == ALL_RECIPES
-    for name in ALL_RECIPES:
+    assert set(ALL_RECIPES) <= set(recipes.list_recipes())  # plus the papers' ablation recipes
+    for name in recipes.list_recipes():
         full = load_recipe(name)
         cpu = load_recipe(name, profile="cpu")
         assert full.name == name and cpu.profile == "cpu"
@@ -94,8 +97,9 @@ def test_bad_recipes_give_clear_errors(tmp_path):
     with pytest.raises(RecipeError, match=r"bad.yaml: algorithm.mrpo.answer_reward"):
         load_recipe(bad)
     bad.write_text("name: bad\nrewards: [{name: format}]\ngrpo: {learning_rat: 1.0e-6}\n")
-    with pytest.raises(RecipeError, match=r"bad.yaml: grpo: unknown GRPOConfig field\(s\) \['learning_rat'\]"):
-        build_grpo_config(load_recipe(bad), tmp_path)
+    with pytest.raises(RecipeError, match=r"bad.yaml: grpo.learning_rat: not a field of trl.GRPOConfig; "
+                                          r"did you mean 'learning_rate'"):
+        load_recipe(bad)  # refused when the recipe loads, before any model
     bad.write_text("name: bad\nrewards: [{name: no_such_reward}]\n")
     with pytest.raises(RecipeError, match="unknown reward 'no_such_reward'"):
         build_reward_funcs(load_recipe(bad))

@@ -275,8 +275,10 @@ def run(args) -> int:
         _write(out, args.out)
         return 0
     except (DataError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        from medrl.exit_codes import Exit
+
+        print(f"medrl data: {exc}", file=sys.stderr)
+        return int(Exit.DATA)
 
 
 def _model_sampler(args):

@@ -34,7 +34,9 @@ def add_arguments(p) -> None:
                    help="policy: a model folder, a Hugging Face id in the local cache, 'tiny' or 'default'")
     p.add_argument("--data", default="vqa_rad",
                    help="data source: vqa_rad, vqa_rad:train, slake, jsonl:PATH, hf:PATH (default: vqa_rad)")
-    p.add_argument("--data-dir", default=None, help="folder holding vqa_rad/ and slake/ (default: MEDRL_DATA_DIR)")
+    p.add_argument("--data-dir", default=None,
+                   help="folder holding vqa_rad/, slake/, ... (default: the first of $MEDRL_DATA_DIR, ./data, "
+                   "../shared/data that holds the dataset)")
     p.add_argument("--out", required=True, help="run folder")
     p.add_argument("--recipe", default="sft", help="recipe whose `sft` section gives the defaults (default: sft)")
     p.add_argument("--style", default=None, choices=["think_answer", "modality_think_answer", "plain"],
@@ -75,6 +77,16 @@ def options_from_args(recipe_sft: dict, args) -> dict:
 
 
 def run(args) -> int:
+    """One writer per run folder (:func:`medrl.runlock.run_lock`)."""
+    if getattr(args, "out", None) and not getattr(args, "dry_run", False):
+        from medrl.runlock import run_lock
+
+        with run_lock(args.out, "medrl sft"):
+            return _run(args)
+    return _run(args)
+
+
+def _run(args) -> int:
     import logging
     import sys
 
@@ -105,8 +117,17 @@ def run(args) -> int:
                              sort_keys=False))
         return 0
 
-    from medrl.train.pipeline import load_training_records
+    from medrl.train.pipeline import finished_run, load_training_records
     from medrl.train.sft import train_sft
+
+    if args.resume:
+        import dataclasses
+
+        done = finished_run(dataclasses.replace(recipe, sft=options, rewards=[]), args.out)
+        if done is not None:
+            print(f"medrl sft: {args.out} is finished (final model: {done}); nothing to resume. Use a new --out, "
+                  "or a larger --max-steps to train further from its last checkpoint.")
+            return 0
 
     records = load_training_records(recipe, args.data, data_dir=args.data_dir, limit=args.limit)
     print(f"{len(records)} records from {args.data}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from medrl.data.benchmarks import EXTRA_LOADERS, EXTRA_TEXT_ONLY
 from medrl.data.filters import deduplicate, filter_language, filter_open
 from medrl.data.record import DataError, VQARecord, read_jsonl
 from medrl.data.validate import validate_records
@@ -33,10 +34,11 @@ LOADERS: dict[str, tuple[str, str, dict]] = {
     "medqa": ("medrl.data.benchmarks", "load_medqa", {}),
     "medmcqa": ("medrl.data.benchmarks", "load_medmcqa", {}),
     "pubmedqa": ("medrl.data.benchmarks", "load_pubmedqa", {}),
+    **EXTRA_LOADERS,  # the papers' other benchmarks and training sets (medrl.data.benchmarks)
 }
 DATASETS = tuple(LOADERS)
 #: Sources whose records carry no image (text-only multiple choice).
-TEXT_ONLY = ("medqa", "medmcqa", "pubmedqa")
+TEXT_ONLY = ("medqa", "medmcqa", "pubmedqa") + EXTRA_TEXT_ONLY
 #: Where each source's files are looked for (``find_root`` of its module), for ``find_source``.
 _ROOT_FINDERS = {"vqa_rad": "medrl.data.vqa_rad", "slake": "medrl.data.slake", "pathvqa": "medrl.data.pathvqa",
                  "pmc_vqa": "medrl.data.pmc_vqa", "pmc_vqa_mc": "medrl.data.pmc_vqa"}
@@ -59,22 +61,45 @@ def find_source(name: str, data_dir: str | os.PathLike) -> Path | None:
         return None
 
 
+class DataNotFoundError(DataError):
+    """A named dataset is in none of the data folders (the message lists them)."""
+
+
+def locate_source(name: str, data_dir: str | os.PathLike | None = None) -> Path:
+    """The data folder that holds the named source ``name``: each candidate of
+    :func:`medrl.paths.data_candidates` (``--data-dir``; else ``$MEDRL_DATA_DIR``, ``./data``,
+    ``../shared/data``) is checked for that dataset, so an unrelated ``./data`` never hides the
+    folder that has it. Raises :class:`DataNotFoundError` listing the folders looked in."""
+    from medrl.paths import find_data_root
+
+    def has(root: Path) -> bool:
+        try:
+            return find_source(name, root) is not None
+        except OSError:  # an unreadable folder does not hold it
+            return False
+
+    try:
+        return find_data_root(name, has, data_dir)
+    except FileNotFoundError as exc:
+        raise DataNotFoundError(str(exc)) from None
+
+
 def suite_specs(name: str, data_dir: str | Path | None = None) -> tuple[list[str], list[tuple[str, str]]]:
     """``(present specs, [(missing spec, why)])`` of a suite under ``data_dir``: a benchmark is
     present when its loader finds its files (a local copy's own layout, or its HF copy)."""
     from medrl.data.benchmarks import _SUITE_FALLBACK, SUITES
-    from medrl.paths import data_root
+    from medrl.paths import data_roots
 
     if name not in SUITES:
         raise ValueError(f"unknown suite {name!r}; known: {', '.join(SUITES)}")
-    root = Path(data_root(data_dir))
+    roots = data_roots(data_dir)
     present, missing = [], []
     for spec, url in SUITES[name]:
         src, _, split = spec.partition(":")
         alt = _SUITE_FALLBACK.get(src)
-        if find_source(src, root) is not None:
+        if any(find_source(src, root) is not None for root in roots):
             present.append(spec)
-        elif alt and find_source(alt, root) is not None:
+        elif alt and any(find_source(alt, root) is not None for root in roots):
             present.append(f"{alt}:{split}" if split else alt)
         else:
             missing.append((spec, f"get it from {url}"))
@@ -134,9 +159,8 @@ def load_records(
     elif kind in LOADERS:
         import importlib
 
-        from medrl.paths import data_root
-
-        root = data_root(data_dir)
+        # the folder that holds this dataset (a loader given its own path= needs none)
+        root = locate_source(kind, data_dir) if not kw.get("path") else Path(data_dir or ".")
         mod, name, fixed = LOADERS[kind]
         fn = getattr(importlib.import_module(mod), name)
         if kind in ("slake", "slake_hf"):

@@ -91,15 +91,145 @@ def _is_shorthand(name: str) -> bool:
     return False
 
 
+# --------------------------------------------------------------------------------------------
+# Offline first: find out once, in seconds, whether the hub can be reached
+
+
+_HUB_STATE: dict[str, bool] = {}
+
+
+def hub_reachable(timeout: float = 1.5) -> bool:
+    """Whether a TCP connection to the hub (``$HF_ENDPOINT``, else huggingface.co; through
+    ``$HTTPS_PROXY`` when set) opens within ``timeout`` seconds. DNS lookups that hang are cut
+    off too (the probe runs in a daemon thread)."""
+    import socket
+    import threading
+    from urllib.parse import urlparse
+
+    proxy = os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy")
+    url = urlparse(proxy or os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host, port = url.hostname or "huggingface.co", url.port or (443 if url.scheme != "http" else 80)
+    result: dict[str, bool] = {}
+
+    def probe() -> None:
+        try:
+            with socket.create_connection((host, port), timeout=timeout):
+                result["ok"] = True
+        except Exception:  # noqa: BLE001 - any failure means "not reachable"
+            result["ok"] = False
+
+    t = threading.Thread(target=probe, daemon=True)
+    t.start()
+    t.join(timeout + 0.5)
+    return bool(result.get("ok"))
+
+
+def offline_first(announce: Any = None) -> bool:
+    """Work offline when the hub cannot be reached: returns True when offline.
+
+    With ``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE`` set, nothing is probed. Otherwise the hub
+    is probed once per process (:func:`hub_reachable`); when it does not answer,
+    ``HF_HUB_OFFLINE=1`` is set for this process (and for ``huggingface_hub`` if already
+    imported), so models and encoders load from the local cache at once instead of retrying
+    the network for minutes, and ``announce`` (default: stderr) gets one line saying so.
+    """
+    import sys
+
+    from medrl.embeddings import hub_offline
+
+    if hub_offline():
+        return True
+    if "offline" not in _HUB_STATE:
+        _HUB_STATE["offline"] = not hub_reachable()
+        if _HUB_STATE["offline"]:
+            os.environ["HF_HUB_OFFLINE"] = "1"
+            hub = sys.modules.get("huggingface_hub.constants")
+            if hub is not None:
+                hub.HF_HUB_OFFLINE = True
+            line = ("medrl: the Hugging Face hub cannot be reached; working offline from local folders and the "
+                    "local cache (set HF_HUB_OFFLINE=1 to skip this check)")
+            (announce or (lambda m: print(m, file=sys.stderr)))(line)
+    return _HUB_STATE["offline"]
+
+
+def _cached_hub_id(name: str) -> bool:
+    """Whether ``name`` is a hub id with a ``config.json`` in the local Hugging Face cache."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(name, "config.json"), str)
+    except Exception:  # noqa: BLE001 - not a valid repo id
+        return False
+
+
+def _looks_like_hub_id(name: str) -> bool:
+    import re
+
+    return bool(re.fullmatch(r"[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}", name)) and ".." not in name
+
+
+def _run_folder_model(p: Path) -> Path | None:
+    """The model a medrl run folder holds: ``final/`` (single stage) or, for multi-stage runs,
+    the model of the last finished stage (``stages/NN_<name>/DONE`` names it)."""
+    from medrl.exit_codes import ModelNotFoundError
+
+    if (p / "final" / "config.json").is_file():
+        return p / "final"
+    stages = sorted(d for d in (p / "stages").glob("[0-9]*_*") if d.is_dir()) if (p / "stages").is_dir() else []
+    if not stages:
+        return None
+    for st in reversed(stages):
+        done = st / "DONE"
+        if done.is_file():
+            target = Path(done.read_text().strip())
+            if not target.is_absolute() and not target.exists():
+                target = st / target
+            if (target / "config.json").is_file():
+                if st != stages[-1]:
+                    log.warning("%s: stage %s is not finished; using the last finished stage %s", p,
+                                stages[-1].name, st.name)
+                return target
+        if (st / "final" / "config.json").is_file():
+            return st / "final"
+    raise ModelNotFoundError(f"{p}: a multi-stage run folder with no finished stage yet "
+                             f"(stages: {', '.join(s.name for s in stages)})")
+
+
 def resolve_model_path(name_or_path: str | os.PathLike) -> str:
     """Shorthands ``tiny``/``tiny-<family>``/``default`` -> a built folder in the cache; a medrl
-    run folder (no ``config.json`` but ``final/config.json``) -> its ``final`` model; anything
-    else unchanged."""
+    run folder -> its model (``final/``, or the last finished stage of a multi-stage run such as
+    ``armed``/``stepgrpo``); a model folder or hub id unchanged.
+
+    Fails at once (:class:`medrl.exit_codes.ModelNotFoundError`, "no model folder or cached hub
+    id ...") when the name is neither a folder nor a hub id that can load: offline
+    (:func:`offline_first`), a hub id must be in the local cache; a path whose parent folder
+    exists locally (``runs/nope``) is a missing folder, not a hub id."""
+    from medrl.exit_codes import ModelNotFoundError
+
     name = str(name_or_path)
-    p = Path(name)
-    if p.is_dir() and not (p / "config.json").is_file() and (p / "final" / "config.json").is_file():
-        return str(p / "final")  # a medrl run folder: its final model
-    if not _is_shorthand(name) or p.exists():
+    p = Path(name).expanduser()
+    if p.is_dir() and not (p / "config.json").is_file():
+        found = _run_folder_model(p)
+        if found is not None:
+            return str(found)
+        if not any(p.glob("*.safetensors")) and not any(p.glob("*.bin")):
+            ckpts = sorted((c for c in p.glob("checkpoint-*") if (c / "config.json").is_file()),
+                           key=lambda c: int(c.name.split("-")[-1]) if c.name.split("-")[-1].isdigit() else -1)
+            hint = (f"; training has not finished - its last checkpoint is {ckpts[-1]} (pass that, or resume "
+                    "the run with --resume)") if ckpts else ""
+            raise ModelNotFoundError(f"{name}: a folder, but no model in it (no config.json, final/ or stages/){hint}")
+    if p.exists():
+        return name
+    if not _is_shorthand(name):
+        local = name.startswith((".", "/", "~")) or (len(p.parts) > 1 and Path(p.parts[0]).is_dir()) \
+            or not _looks_like_hub_id(name)
+        offline = offline_first() if not local else True
+        if local or (offline and not _cached_hub_id(name)):
+            raise ModelNotFoundError(
+                f"no model folder or cached hub id {name!r}: "
+                + ("no such folder" if local else "not in the local Hugging Face cache, and the hub is offline")
+                + "; pass a model folder, a run folder (its final/ or last stage is used), a cached hub id, "
+                "'tiny' or 'default' (see `medrl build-model --help`)")
         return name
     from medrl.paths import cache_dir
 
@@ -261,11 +391,6 @@ def load_policy(
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
 
     path = resolve_model_path(name_or_path)
-    if not Path(path).exists() and ("/" not in path or path.startswith((".", "/"))):
-        raise FileNotFoundError(
-            f"model {path!r}: no such folder (and not a Hugging Face id like 'org/name'); "
-            "build one with `medrl build-model tiny --out DIR` or pass 'tiny' / 'default'"
-        )
     processor = load_processor(path, trust_remote_code=trust_remote_code)
     kwargs = dict(dtype=_resolve_dtype(dtype), trust_remote_code=trust_remote_code)
     if device_map is not None:

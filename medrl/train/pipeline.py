@@ -30,7 +30,7 @@ from typing import Any, Sequence
 from medrl.train.checkpoints import resolve_resume
 from medrl.train.recipes import Recipe, build_grpo_config, build_reward_funcs
 
-__all__ = ["RLResult", "load_training_records", "resolve_resume", "train_rl", "train_sft_stage",
+__all__ = ["RLResult", "load_training_records", "resolve_resume", "train_rl", "train_sft_stage", "finished_run",
            "knowledge_injection", "key_steps_stage", "refine_stage", "pipeline_stages", "run_recipe"]
 
 log = logging.getLogger(__name__)
@@ -169,6 +169,15 @@ def train_rl(
 
             if trainer.accelerator.is_main_process:
                 save_policy(trainer.accelerator.unwrap_model(trainer.model), processor, final)
+                from medrl.train.model_card import base_model_name, write_model_card
+
+                method = f"{recipe.name} (RL, TRL GRPOTrainer" + (
+                    ", MRPO step-aware token advantages)" if recipe.algorithm.get("advantage") == "mrpo" else ")")
+                write_model_card([out, final], base_model=base_model_name(model), method=method,
+                                 recipe=recipe.name, paper=recipe.paper, data=f"{len(records)} records",
+                                 steps=trainer.state.global_step,
+                                 extra={"rewards": ", ".join(f"{r['name']} x{r.get('weight', 1.0)}"
+                                                             for r in recipe.rewards)})
             trainer.accelerator.wait_for_everyone()
     return RLResult(trainer, out, final)
 
@@ -300,6 +309,33 @@ def pipeline_stages(recipe: Recipe) -> list[dict]:
         opts = recipe.data["refine"] if isinstance(recipe.data["refine"], dict) else {}
         stages.insert(0, {"name": "refine", "kind": "refine", "options": opts})
     return stages
+
+
+def finished_run(recipe: Recipe, run_dir: str | os.PathLike) -> Path | None:
+    """The final model folder of a run that already finished, else None.
+
+    Multi-stage: every stage has its ``DONE`` marker. Single-stage: ``final/`` exists (written
+    only when training reached its last step) and the last checkpoint is not behind the step
+    count this invocation asks for (a larger ``max_steps`` continues the run instead).
+    """
+    run = Path(run_dir)
+    stages = pipeline_stages(recipe)
+    if stages:
+        marks = [run / "stages" / f"{i:02d}_{st.get('name', st['kind'])}" / "DONE" for i, st in enumerate(stages, 1)]
+        if all(m.is_file() for m in marks):
+            return Path(marks[-1].read_text().strip())
+        return None
+    final = run / "final"
+    if not (final / "config.json").is_file():
+        return None
+    want = (recipe.grpo if recipe.rewards else recipe.sft).get("max_steps") or 0
+    last = resolve_resume(True, run) if any(run.glob("checkpoint-*")) else None
+    if last and want and want > 0:
+        state = Path(last) / "trainer_state.json"
+        step = json.loads(state.read_text()).get("global_step", 0) if state.is_file() else 0
+        if step < want:
+            return None
+    return final
 
 
 def run_recipe(

@@ -3,13 +3,15 @@
 A recipe file (``medrl/recipes/<name>.yaml``) has these sections, each optional except ``name``:
 
 ``name`` / ``description`` / ``paper``
-    identification; ``paper`` names the seed file the hyperparameters come from.
+    identification; ``paper`` cites the paper (name, arXiv id, section) the hyperparameters come from.
 ``data``
     ``prompt_style`` (see :func:`medrl.data.to_hf_dataset`), ``open_only``, ``split``,
     ``limit`` (first N records; the CPU profile sets it), ``rationales`` (MedThink file),
     ``require_gold_reasoning`` and ``refine`` (see :func:`medrl.train.pipeline.load_training_records`).
 ``rewards``
-    list of ``{name, weight, options}``; ``name`` is a factory in :data:`medrl.rewards.REWARDS`.
+    list of ``{name, weight, options}``; ``name`` is a factory in :data:`medrl.rewards.REWARDS`,
+    or your own reward function by import path (``mypkg.rewards:fn`` / ``path.py:fn``, TRL's
+    reward signature, sync or async; :func:`custom_reward`).
 ``algorithm``
     what medrl adds to TRL: ``advantage`` (``grpo`` = TRL's sequence advantage, ``mrpo`` =
     step-aware token advantages), the ``mrpo`` shaping options, the ``capo`` corrupted-image
@@ -17,7 +19,13 @@ A recipe file (``medrl/recipes/<name>.yaml``) has these sections, each optional 
     ``log_credit_every`` / ``log_credit_rollouts`` (``credit.jsonl``, :mod:`medrl.train.credit`).
 ``grpo``
     fields of TRL's :class:`trl.GRPOConfig`, passed through unchanged (loss_type, beta,
-    epsilon, vLLM, DeepSpeed/FSDP, ...). Unknown fields are an error naming the recipe file.
+    epsilon, vLLM, DeepSpeed/FSDP, ...). Unknown fields and wrong types are an error naming the
+    recipe file and the key. ``use_bias_correction_kl`` defaults to false (the papers' plain k3).
+``batch``
+    the paper's batch for any process count: ``global_prompts``, ``updates_per_rollout``,
+    ``micro_batch`` -> TRL's per-process fields at load time (:mod:`medrl.train.batching`).
+``monitor``
+    options of the training monitor (:mod:`medrl.train.monitor`).
 ``sft``
     options of the SFT stage (``medrl.train.sft``) for multi-stage recipes and ``sft.yaml``.
 ``stages``
@@ -33,7 +41,8 @@ A recipe file (``medrl/recipes/<name>.yaml``) has these sections, each optional 
 
 Resolution order: recipe file < shared profile < the recipe's own profile < ``--set`` overrides
 (``grpo.learning_rate=1e-5``; the value is parsed as YAML). Dicts merge key by key; lists and
-scalars replace.
+scalars replace. The merged result is validated by :mod:`medrl.train.recipe_schema` (every key,
+type and cross-reference, with "did you mean" for unknown keys) before any model loads.
 """
 
 from __future__ import annotations
@@ -47,20 +56,21 @@ from typing import Any, Iterable
 
 import yaml
 
+from medrl.train.recipe_schema import SECTIONS, STAGE_KINDS, SchemaError, did_you_mean
+
 RECIPE_DIR = Path(__file__).resolve().parents[1] / "recipes"
 PROFILES_FILE = RECIPE_DIR / "profiles.yaml"
 _NOT_RECIPES = {"profiles"}
 
-SECTIONS = ("name", "description", "paper", "data", "rewards", "algorithm", "grpo", "sft", "stages", "profiles",
-            "encoders", "judge")
-
 #: Defaults of the ``judge`` section: ``images`` (true | false | auto: on for an ``openai:``
 #: judge, off for the text-only reference judge) sends each record's image, downscaled to
 #: ``image_max_side`` px (JPEG), with answer-correctness and step-verification requests
-#: (MRPO 000_20b05565d28598f4.txt App. H.1-H.2); ``--judge-images`` turns it on.
+#: (MRPO App. H.1-H.2); ``--judge-images`` turns it on. The schema
+#: (:mod:`medrl.train.recipe_schema`) holds every key and type; these are its defaults.
 JUDGE_DEFAULTS: dict[str, Any] = {"images": False, "image_max_side": 768}
 
-#: Defaults of the ``algorithm`` section (what a recipe does not say).
+#: Defaults of the ``algorithm`` section (what a recipe does not say); see
+#: :class:`medrl.train.recipe_schema.AlgorithmSection` for the allowed values.
 ALGORITHM_DEFAULTS: dict[str, Any] = {
     # "grpo": keep TRL's sequence-level advantage; "mrpo": MRPO Eq. 7 token advantages.
     "advantage": "grpo",
@@ -88,6 +98,8 @@ ALGORITHM_DEFAULTS: dict[str, Any] = {
     # their token advantages as the loss uses them -> <run>/credit.jsonl (medrl.train.credit).
     "log_credit_every": 10,
     "log_credit_rollouts": 4,
+    # drop all-equal reward groups and re-sample (medrl.train.dynamic_sampling); off by default
+    "dynamic_sampling": False,
 }
 
 CAPO_DEFAULTS: dict[str, Any] = {
@@ -97,7 +109,8 @@ CAPO_DEFAULTS: dict[str, Any] = {
 }
 
 
-STAGE_KINDS = ("rl", "sft", "knowledge_injection", "key_steps", "refine")
+__all__ = ["SECTIONS", "STAGE_KINDS", "Recipe", "RecipeError", "load_recipe", "build_grpo_config",
+           "build_reward_funcs", "recipe_uses_judge", "list_recipes", "parse_override"]
 
 
 class RecipeError(ValueError):
@@ -120,6 +133,8 @@ class Recipe:
     stages: list = field(default_factory=list)
     encoders: dict = field(default_factory=dict)
     judge: dict = field(default_factory=lambda: dict(JUDGE_DEFAULTS))
+    batch: dict = field(default_factory=dict)
+    monitor: dict = field(default_factory=dict)
     profile: str | None = None
     overrides: list = field(default_factory=list)
 
@@ -158,7 +173,8 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     key, raw = text.split("=", 1)
     path = [p for p in key.strip().split(".") if p]
     if not path or path[0] not in SECTIONS:
-        raise RecipeError(f"override {text!r}: the key must start with one of {', '.join(SECTIONS)}")
+        hint = did_you_mean(path[0], SECTIONS) if path else ""
+        raise RecipeError(f"override {text!r}: the key must start with one of {', '.join(SECTIONS)}{hint}")
     try:
         value = yaml.safe_load(raw) if raw.strip() else None
     except yaml.YAMLError as exc:
@@ -206,49 +222,151 @@ def load_recipe(
     name_or_path: str | Path,
     profile: str | None = None,
     overrides: Iterable[str] = (),
+    *,
+    num_processes: int | None = None,
+    check_trl: bool = True,
+    rewards: Iterable[str] = (),
 ) -> Recipe:
-    """Load a recipe, apply a profile (e.g. ``"cpu"``) and ``--set`` overrides, validate it."""
+    """Load a recipe, apply a profile (e.g. ``"cpu"``) and ``--set`` overrides, validate it.
+
+    Every key is checked against :mod:`medrl.train.recipe_schema` (unknown keys with "did you
+    mean", wrong types, NaN, dangling reward names), ``grpo``/``sft`` against TRL's config fields
+    (``check_trl``), all before any model loads; a problem raises :class:`RecipeError` naming the
+    file, the key, and the ``--set`` it came from. The ``batch`` section is turned into TRL's
+    per-process fields for ``num_processes`` (default: ``WORLD_SIZE``, else 1;
+    :mod:`medrl.train.batching`).
+    """
+    from medrl.train.batching import BatchError, derive_batch, process_count
+
     path = recipe_path(name_or_path)
     raw = _read_yaml(path)
     unknown = sorted(set(raw) - set(SECTIONS))
     if unknown:
-        raise RecipeError(f"{path}: unknown section(s) {unknown}; allowed: {', '.join(SECTIONS)}")
+        hints = "".join(f" ({k!r}{did_you_mean(k, SECTIONS)})" for k in unknown)
+        raise RecipeError(f"{path}: unknown section(s) {unknown}{hints}; allowed: {', '.join(SECTIONS)}")
     own_profiles = raw.pop("profiles", None) or {}
+    if not isinstance(own_profiles, dict):
+        raise RecipeError(f"{path}: profiles must be a mapping of profile name -> overlay")
+    shared = {}
     if profile is not None:
         shared = _read_yaml(PROFILES_FILE) if PROFILES_FILE.is_file() else {}
         if profile not in shared and profile not in own_profiles:
-            raise RecipeError(
-                f"{path}: unknown profile {profile!r}; known: {', '.join(sorted(set(shared) | set(own_profiles)))}"
-            )
+            known = sorted(set(shared) | set(own_profiles))
+            raise RecipeError(f"{path}: unknown profile {profile!r}{did_you_mean(profile, known)}; "
+                              f"known: {', '.join(known)}")
+    for name, overlay in own_profiles.items():  # a typo in a profile is found without using it
+        if name != profile:
+            other = _validate(path, deep_merge(raw, overlay or {}), {}, f"profile {name!r}")
+            if check_trl:
+                _check_trl(path, other, {}, f" (with profile {name!r})")
+    if profile is not None:
         raw = deep_merge(raw, shared.get(profile) or {})
         raw = deep_merge(raw, own_profiles.get(profile) or {})
     overrides = list(overrides or [])
+    origin: dict[tuple, str] = {}
     for text in overrides:
         keys, value = parse_override(text)
         _set_path(raw, keys, value)
+        origin[tuple(keys)] = text
+    for text in rewards or ():  # --reward NAME[=WEIGHT]: one more reward, registered or custom
+        name, weight = _parse_reward_arg(text)
+        raw["rewards"] = [*(raw.get("rewards") or []), {"name": name, "weight": weight}]
+        origin[("rewards", len(raw["rewards"]) - 1)] = f"--reward {text}"
+    model = _validate(path, raw, origin, f"profile {profile!r}" if profile else "")
 
-    rewards, encoders = _resolve_encoders(path, list(raw.get("rewards") or []), raw.get("encoders"))
-    algorithm = deep_merge(ALGORITHM_DEFAULTS, raw.get("algorithm") or {})
-    if algorithm.get("capo"):
-        algorithm["capo"] = deep_merge(CAPO_DEFAULTS, algorithm["capo"])
+    grpo, sft = (_check_trl(path, model, origin, f" (with profile {profile!r})" if profile else "")
+                 if check_trl else (dict(model.grpo), dict(model.sft)))
+
+    batch = model.batch.model_dump()
+    if batch["global_prompts"]:
+        explicit = [k for k in ("per_device_train_batch_size", "gradient_accumulation_steps",
+                                "steps_per_generation", "generation_batch_size") if k in grpo]
+        procs = int(num_processes or process_count())
+        batch.update(num_processes=procs, applied=not explicit, explicit=explicit)
+        if not explicit and model.rewards:
+            try:
+                derived = derive_batch(batch, grpo.get("num_generations", 8), procs)
+            except BatchError as exc:
+                raise RecipeError(f"{path}: batch: {exc}") from None
+            grpo.update(derived)
+            batch["derived"] = derived
+
+    data = model.data.model_dump(exclude_unset=True)
+    rewards = [r.model_dump() for r in model.rewards]
+    rewards, encoders = _resolve_encoders(path, rewards, model.encoders.model_dump())
+    algorithm = model.algorithm.model_dump()
     recipe = Recipe(
-        name=str(raw.get("name") or path.stem),
+        name=str(model.name or path.stem),
         source=str(path),
-        description=str(raw.get("description") or "").strip(),
-        paper=str(raw.get("paper") or ""),
-        data=dict(raw.get("data") or {}),
+        description=str(model.description or "").strip(),
+        paper=str(model.paper or ""),
+        data=data,
         rewards=rewards,
         algorithm=algorithm,
-        grpo=dict(raw.get("grpo") or {}),
-        sft=dict(raw.get("sft") or {}),
-        stages=list(raw.get("stages") or []),
+        grpo=grpo,
+        sft=sft,
+        stages=[st.model_dump(exclude_none=True) for st in model.stages],
         encoders=encoders,
-        judge=deep_merge(JUDGE_DEFAULTS, raw.get("judge") or {}),
+        judge=model.judge.model_dump(exclude_none=True),
+        batch=batch if batch.get("global_prompts") else {},
+        monitor=model.monitor.model_dump(exclude_none=True),
         profile=profile,
         overrides=overrides,
     )
-    validate_recipe(recipe)
     return recipe
+
+
+def _check_trl(path: Path, model, origin: dict, context: str) -> tuple[dict, dict]:
+    """``grpo`` / ``sft`` checked against TRL's config fields; returns them (numbers coerced)."""
+    from medrl.train.recipe_schema import check_trl_section
+
+    grpo, problems = check_trl_section(model.grpo, "GRPOConfig", "grpo", forbidden={
+        "reward_weights": "set reward weights in the 'rewards' list, not grpo.reward_weights",
+        "output_dir": "the run folder is --out, not grpo.output_dir"})
+    sft, more = check_trl_section(model.sft, "SFTConfig", "sft", extra={"lora": Any, "dtype": Any, "merge_lora": bool})
+    problems += more
+    if problems:
+        msg = _format(path, problems, origin)
+        raise RecipeError(msg + (context if "--set" not in msg else ""))
+    return grpo, sft
+
+
+def _parse_reward_arg(text: str) -> tuple[str, float]:
+    """``"pkg.mod:fn=0.5"`` -> ("pkg.mod:fn", 0.5); no ``=`` -> weight 1."""
+    name, sep, weight = text.rpartition("=")
+    if not sep:
+        return text, 1.0
+    try:
+        return name, float(weight)
+    except ValueError:
+        raise RecipeError(f"--reward {text!r}: the weight after '=' must be a number") from None
+
+
+def _validate(path: Path, raw: dict, origin: dict[tuple, str], context: str):
+    from medrl.train.recipe_schema import validate_tree
+
+    try:
+        return validate_tree(raw)
+    except SchemaError as exc:
+        msg = _format(path, exc.problems, origin)
+        raise RecipeError(msg + (f" (with {context})" if context and "--set" not in msg else "")) from None
+
+
+def _format(path: Path, problems: list[tuple[str, str]], origin: dict[tuple, str]) -> str:
+    """``file: key: reason (from --set ...)`` lines, one per problem."""
+    lines = []
+    for key, msg in problems:
+        src = None
+        for k, t in origin.items():
+            from medrl.train.recipe_schema import dotted
+
+            d = dotted(k)
+            if key == d or key.startswith(d + ".") or key.startswith(d + "["):
+                src = t
+        src = src if src is None or src.startswith("--reward") else f"--set {src}"
+        where = f"{key}: " if key else ""
+        lines.append(f"{path}: {where}{msg}" + (f" (from {src})" if src else ""))
+    return "\n".join(lines)
 
 
 def _resolve_encoders(path: Path, rewards: list, section: Any) -> tuple[list, dict]:
@@ -273,64 +391,17 @@ def _resolve_encoders(path: Path, rewards: list, section: Any) -> tuple[list, di
 
 
 def validate_recipe(recipe: Recipe) -> None:
-    """Check the structure (not the registry names: those are checked when rewards are built)."""
-    where = recipe.source
-    for i, r in enumerate(recipe.rewards):
-        if not isinstance(r, dict) or "name" not in r:
-            raise RecipeError(f"{where}: rewards[{i}] must be a mapping with a 'name', got {r!r}")
-        extra = set(r) - {"name", "weight", "options"}
-        if extra:
-            raise RecipeError(f"{where}: rewards[{i}] ({r['name']}): unknown key(s) {sorted(extra)}")
-        w = r.get("weight", 1.0)
-        if not isinstance(w, (int, float)):
-            raise RecipeError(f"{where}: rewards[{i}] ({r['name']}): weight must be a number, got {w!r}")
-    judge = recipe.judge or {}
-    extra = set(judge) - set(JUDGE_DEFAULTS)
-    if extra:
-        raise RecipeError(f"{where}: judge: unknown key(s) {sorted(extra)}; allowed: {sorted(JUDGE_DEFAULTS)}")
-    if judge.get("images") not in (True, False, "auto"):
-        raise RecipeError(f"{where}: judge.images must be true, false or auto, got {judge.get('images')!r}")
-    side = judge.get("image_max_side")
-    if isinstance(side, bool) or not isinstance(side, int) or side < 16:
-        raise RecipeError(f"{where}: judge.image_max_side must be an integer of at least 16 pixels, got {side!r}")
-    alg = recipe.algorithm
-    if alg["advantage"] not in ("grpo", "mrpo"):
-        raise RecipeError(f"{where}: algorithm.advantage must be 'grpo' or 'mrpo', got {alg['advantage']!r}")
-    if alg["unscorable"] not in ("exclude", "per_reward"):
-        raise RecipeError(
-            f"{where}: algorithm.unscorable must be 'exclude' or 'per_reward', got {alg['unscorable']!r}"
-        )
-    for key in ("log_credit_every", "log_credit_rollouts"):
-        v = alg.get(key)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise RecipeError(f"{where}: algorithm.{key} must be a non-negative integer, got {v!r}")
-    if alg.get("correctness") not in ("auto", "exact", "judge", "embedding"):
-        raise RecipeError(f"{where}: algorithm.correctness must be auto, exact, judge or embedding, "
-                          f"got {alg.get('correctness')!r}")
-    mrpo = alg["mrpo"]
-    if mrpo["shaping"] not in ("exponential", "linear", "quadratic", "uniform"):
-        raise RecipeError(f"{where}: algorithm.mrpo.shaping {mrpo['shaping']!r} is not one of "
-                          "exponential, linear, quadratic, uniform")
-    if mrpo["strategy"] not in ("selective", "full", "soft"):
-        raise RecipeError(f"{where}: algorithm.mrpo.strategy {mrpo['strategy']!r} is not one of "
-                          "selective, full, soft")
-    names = [r["name"] for r in recipe.rewards]
-    if alg["advantage"] == "mrpo":
-        for key in ("answer_reward", "process_reward"):
-            if mrpo[key] not in names:
-                raise RecipeError(
-                    f"{where}: algorithm.mrpo.{key} = {mrpo[key]!r} is not among the recipe's rewards {names}"
-                )
-    if alg.get("capo"):
-        if alg["capo"]["kind"] not in ("diffusion", "mask", "crop"):
-            raise RecipeError(f"{where}: algorithm.capo.kind must be diffusion, mask or crop")
-    for i, st in enumerate(recipe.stages):
-        if not isinstance(st, dict) or st.get("kind") not in STAGE_KINDS:
-            raise RecipeError(
-                f"{where}: stages[{i}] must be a mapping with kind {' | '.join(STAGE_KINDS)}, got {st!r}"
-            )
-    if not recipe.rewards and not recipe.sft:
-        raise RecipeError(f"{where}: a recipe needs 'rewards' (RL) or an 'sft' section")
+    """Re-check a :class:`Recipe` built or edited in code against the schema (load_recipe
+    already did this for a file)."""
+    from medrl.train.recipe_schema import validate_tree
+
+    raw = {k: v for k, v in recipe.to_dict().items()
+           if k in SECTIONS and k not in ("encoders", "batch")}
+    raw["encoders"] = {"substitute": (recipe.encoders or {}).get("substitute", "auto")}
+    try:
+        validate_tree(raw)
+    except SchemaError as exc:
+        raise RecipeError(_format(Path(recipe.source), exc.problems, {})) from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -346,7 +417,8 @@ def grpo_config_fields() -> set[str]:
 def build_grpo_config(recipe: Recipe, output_dir: str | Path, **extra: Any):
     """TRL ``GRPOConfig`` from the recipe's ``grpo`` section plus ``extra`` (which wins).
 
-    Everything in ``grpo`` goes to TRL unchanged - that is how loss variants (``loss_type``,
+    Everything in ``grpo`` goes to TRL unchanged (``use_bias_correction_kl`` defaults to False:
+    the papers' plain k3 KL) - that is how loss variants (``loss_type``,
     ``importance_sampling_level``, ``epsilon_high``), GDPO (``multi_objective_aggregation``),
     vLLM (``use_vllm``, ``vllm_mode``, ...) and scale-out (``deepspeed``, ``fsdp``,
     ``fsdp_config``) reach the trainer. ``reward_weights`` come from the ``rewards`` list.
@@ -363,6 +435,10 @@ def build_grpo_config(recipe: Recipe, output_dir: str | Path, **extra: Any):
         raise RecipeError(f"{recipe.source}: set reward weights in the 'rewards' list, not grpo.reward_weights")
     if recipe.rewards:
         kwargs["reward_weights"] = [float(r.get("weight", 1.0)) for r in recipe.rewards]
+    # The five papers' KL term is the plain k3 estimator exp(-d) + d - 1 (d = log pi - log pi_ref);
+    # TRL >= 1.x multiplies it by the importance ratio unless told otherwise. A recipe that wants
+    # TRL's bias-corrected form says use_bias_correction_kl: true.
+    kwargs.setdefault("use_bias_correction_kl", False)
     kwargs["output_dir"] = str(output_dir)
     try:
         return GRPOConfig(**kwargs)
@@ -380,9 +456,15 @@ def build_reward_funcs(recipe: Recipe, judge: Any = None) -> tuple[list, list[fl
 
     from medrl.rewards import REWARDS
 
+    from medrl.registry import is_object_spec
+
     funcs, weights = [], []
     for i, spec in enumerate(recipe.rewards):
         name = spec["name"]
+        if is_object_spec(name):
+            funcs.append(custom_reward(name, spec.get("options") or {}, where=f"{recipe.source}: rewards[{i}]"))
+            weights.append(float(spec.get("weight", 1.0)))
+            continue
         try:
             factory = REWARDS.get(name)
         except KeyError as exc:
@@ -412,6 +494,52 @@ def build_reward_funcs(recipe: Recipe, judge: Any = None) -> tuple[list, list[fl
     return funcs, weights
 
 
+def custom_reward(spec: str, options: dict | None = None, *, where: str = "reward"):
+    """A reward named by import path (``mypkg.rewards:my_reward`` or ``path/to/file.py:my_reward``).
+
+    The object is either a reward function with TRL's signature
+    ``fn(prompts, completions, **columns) -> list[float | None]`` (sync or ``async def``; TRL
+    runs both, and so does ``medrl audit-rewards``), or - when ``options`` are given - a factory
+    called with them that returns one. Its ``__name__`` becomes ``spec`` (the column name in the
+    logs), set on a thin wrapper so the user's function is left untouched.
+    """
+    import functools
+    import inspect
+
+    from medrl.registry import load_object
+
+    try:
+        obj = load_object(spec)
+    except ValueError as exc:
+        raise RecipeError(f"{where}: {exc}") from None
+    if options:
+        try:
+            obj = obj(**options)
+        except TypeError as exc:
+            raise RecipeError(f"{where} ({spec}): bad options {options}: {exc}") from None
+    if not callable(obj):
+        raise RecipeError(f"{where}: {spec!r} is not callable (a reward is fn(prompts, completions, **columns))")
+    try:
+        params = inspect.signature(obj).parameters
+    except (TypeError, ValueError):
+        params = {}
+    kinds = {p.kind for p in params.values()}
+    if params and inspect.Parameter.VAR_KEYWORD not in kinds and "completions" not in params:
+        raise RecipeError(f"{where}: {spec!r} does not take TRL's reward arguments "
+                          "(prompts, completions, **columns)")
+    if inspect.iscoroutinefunction(obj) or inspect.iscoroutinefunction(getattr(obj, "__call__", None)):
+        @functools.wraps(obj)
+        async def wrapper(*args, **kwargs):
+            return await obj(*args, **kwargs)
+    else:
+        @functools.wraps(obj)
+        def wrapper(*args, **kwargs):
+            return obj(*args, **kwargs)
+    wrapper.__name__ = spec
+    wrapper.__wrapped__ = obj
+    return wrapper
+
+
 def recipe_uses_judge(recipe: Recipe) -> bool:
     """Whether any of the recipe's reward factories takes a ``judge``, or a reward reads the
     shared correctness decision and ``algorithm.correctness`` may ask a judge (auto, judge)."""
@@ -419,7 +547,9 @@ def recipe_uses_judge(recipe: Recipe) -> bool:
 
     from medrl.rewards import REWARDS
 
-    factories = [REWARDS.get(r["name"]) for r in recipe.rewards]
+    from medrl.registry import is_object_spec
+
+    factories = [REWARDS.get(r["name"]) for r in recipe.rewards if not is_object_spec(r["name"])]
     if any("judge" in inspect.signature(f).parameters for f in factories):
         return True
     mode = (recipe.algorithm or {}).get("correctness", "auto")

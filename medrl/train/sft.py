@@ -161,6 +161,11 @@ def train_sft(
     )
     result = trainer.train(resume_from_checkpoint=resolve_resume(resume, out))
     final = save_policy(trainer.model, processor, out / "final", merge_lora=resolved["merge_lora"])
+    from medrl.train.model_card import base_model_name, write_model_card
+
+    write_model_card([out, final], base_model=base_model_name(model), recipe="sft",
+                     method="supervised fine-tuning (LoRA)" if lora is not None else "supervised fine-tuning",
+                     data=f"{len(dataset)} records", steps=trainer.state.global_step)
     (out / "train_result.json").write_text(json.dumps(_plain(dict(result.metrics)), indent=2) + "\n")
     log.info("SFT done: %d steps, model in %s", trainer.state.global_step, final)
     return final
