@@ -101,7 +101,9 @@ def test_eval_skip_invalid_counts_match_medrl_data(folder, tmp_path, capsys, mon
 
     monkeypatch.setattr(runner, "build_generate_fn", lambda *a, **k: (
         lambda recs: [f"<think>The scan shows it.</think><answer>{r.answer}</answer>" for r in recs]))
-    args = ["eval", "--model", "fake", "--data", f"jsonl:{path}", "--out", str(tmp_path / "ev"), "--no-text-metrics",
+    (tmp_path / "model").mkdir()  # a model folder (generation itself is faked above)
+    (tmp_path / "model" / "config.json").write_text("{}")
+    args = ["eval", "--model", str(tmp_path / "model"), "--data", f"jsonl:{path}", "--out", str(tmp_path / "ev"), "--no-text-metrics",
             "--bootstrap", "20", "--no-steps"]
     assert main(args) == 2
     err = capsys.readouterr().err

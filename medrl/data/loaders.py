@@ -144,6 +144,7 @@ def load_records(
     kind, path, src_split = parse_source(source)
     split = split or src_split
     report = report if report is not None else {}
+    roots = None  # jsonl/hf sources confine their own image paths (medrl.data.record, medrl.data.hf)
     if kw and kind in ("jsonl", "hf"):
         raise TypeError(f"unexpected options for {kind}: {sorted(kw)}")
     if kind == "jsonl":
@@ -169,6 +170,11 @@ def load_records(
             kw.setdefault("report", report)
         records = fn(Path(root), split, **{**fixed, **kw})
         where = f"{kind} in {root}"
+        # image paths must stay inside the folder the dataset was found in (or medrl's cache,
+        # where the hub-copy loaders write the images they extract)
+        from medrl.paths import cache_dir
+
+        roots = [root, cache_dir() / "hf_images"]
     else:
         raise DataError(f"unknown data source {source!r}; use one of {list(DATASETS)}, 'jsonl:<path>' or "
                         "'hf:<folder or hub id>'")
@@ -177,7 +183,7 @@ def load_records(
     if validate:
         records = validate_records(records, where=str(where), skip_invalid=skip_invalid, report=report,
                                    check_duplicates=dedup != "id",
-                                   require_image=kind not in TEXT_ONLY)
+                                   require_image=kind not in TEXT_ONLY, roots=roots)
     if rationales:
         from medrl.data.medthink import attach_rationales
 

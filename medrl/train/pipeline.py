@@ -142,7 +142,8 @@ def train_rl(
 
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    dataset = to_hf_dataset(list(records), prompt_style=recipe.data.get("prompt_style", "think_answer"))
+    dataset = to_hf_dataset(list(records), prompt_style=recipe.data.get("prompt_style", "think_answer"),
+                            max_pixels=recipe.data.get("max_pixels"))
     funcs, _ = build_reward_funcs(recipe, judge=judge)
     extra = {"report_to": recipe.grpo.get("report_to", ["tensorboard"])}
     extra.update(grpo_overrides or {})
@@ -154,7 +155,8 @@ def train_rl(
         log.warning("the tokenizer defines a response template/schema: TRL will parse completions with it; "
                     "training stops if the parsed content loses the <think> block (medrl.train.guards)")
     cls = trainer_cls or MedGRPOTrainer
-    kwargs = dict(algorithm=recipe.algorithm, judge=judge) if issubclass(cls, MedGRPOTrainer) else {}
+    kwargs = (dict(algorithm=recipe.algorithm, judge=judge, monitor=recipe.monitor or None)
+              if issubclass(cls, MedGRPOTrainer) else {})
     trainer = cls(
         model=policy, processing_class=processor, reward_funcs=funcs, args=args, train_dataset=dataset,
         callbacks=[JsonlMetricsCallback(out / "metrics.jsonl"), *callbacks], **kwargs,
@@ -193,7 +195,8 @@ def train_sft_stage(recipe: Recipe, model: str | os.PathLike, records: Sequence,
 
     return Path(sft.train_sft(
         model=str(model), records=list(records), output_dir=str(output_dir),
-        prompt_style=recipe.data.get("prompt_style", "think_answer"), options=dict(recipe.sft),
+        prompt_style=recipe.data.get("prompt_style", "think_answer"),
+        options={**({"max_pixels": recipe.data["max_pixels"]} if recipe.data.get("max_pixels") else {}), **recipe.sft},
         resume=resume,
     ))
 

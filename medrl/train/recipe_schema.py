@@ -133,6 +133,7 @@ class BatchSection(_Section):
 class MonitorSection(_Section):
     """Options of the training monitor (:mod:`medrl.train.monitor`); None = its default."""
 
+    enabled: bool | None = None
     thresholds: dict[str, float] | None = None
     window: PositiveInt | None = None
     probe_every: NonNegativeInt | None = None

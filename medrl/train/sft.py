@@ -40,10 +40,10 @@ DEFAULTS: dict[str, Any] = {
     "save_total_limit": 2,
 }
 # Options that are ours (not SFTConfig fields).
-MEDRL_OPTIONS = ("lora", "dtype", "merge_lora")
+MEDRL_OPTIONS = ("lora", "dtype", "merge_lora", "max_pixels")
 
 
-def sft_dataset(records: Sequence, prompt_style: str = "think_answer"):
+def sft_dataset(records: Sequence, prompt_style: str = "think_answer", max_pixels: int | None = None):
     """Records -> a ``datasets.Dataset`` with ``prompt`` (chat messages), ``completion`` (the
     assistant turn holding ``format_target(record, prompt_style)``) and ``image``/``images``."""
     from medrl.data import to_hf_dataset
@@ -55,7 +55,7 @@ def sft_dataset(records: Sequence, prompt_style: str = "think_answer"):
     for r in records:
         if not r.images:
             raise ValueError(f"SFT: record {r.id!r} has no image (vision-language SFT needs one per record)")
-    ds = to_hf_dataset(records, prompt_style=prompt_style)
+    ds = to_hf_dataset(records, prompt_style=prompt_style, max_pixels=max_pixels)
     image_col = "images" if "images" in ds.column_names else "image"
     completions = [
         [{"role": "assistant", "content": [{"type": "text", "text": format_target(r, prompt_style)}]}]
@@ -131,7 +131,7 @@ def train_sft(
     sft_kwargs["completion_only_loss"] = True
     sft_kwargs["remove_unused_columns"] = False
 
-    dataset = sft_dataset(records, prompt_style)
+    dataset = sft_dataset(records, prompt_style, max_pixels=ours.get("max_pixels"))
     resolved = {
         "medrl_version": medrl.__version__,
         "model": str(model),
