@@ -1,7 +1,7 @@
 """Response parsing: modality tag, ``<think>`` reasoning, ``<answer>`` answer, format check.
 
-The rollout format shared by the papers (MediX-R1 003_d5d6a0d73a50ab79.txt Sec. 2.2; ARMed
-001_46ab1c0cc2c66f17.txt Eq. 1; MRPO 000_20b05565d28598f4.txt App. C.1) is::
+The rollout format shared by the papers (MediX-R1, arXiv 2602.23363, Sec. 2.2;
+ARMed, arXiv 2508.12957, Eq. 1; MRPO, arXiv 2606.31825, App. C.1) is::
 
     [<MODALITY_TAG>] <think> reasoning </think> <answer> answer </answer>
 
@@ -25,6 +25,10 @@ _TAG = {
     for name in ("think", "answer")
 }
 _ANY_TAG = re.compile(r"<\s*/?\s*(?:think|answer)\s*>", re.IGNORECASE)
+# Reading (not the format check): Qwen3-family models write their reasoning in <thinking>; MRPO's
+# code reads that tag as reasoning too. The strict format check above stays on <think>.
+_TAG["reasoning"] = (re.compile(r"<\s*think(?:ing)?\s*>", re.IGNORECASE),
+                     re.compile(r"<\s*/\s*think(?:ing)?\s*>", re.IGNORECASE))
 
 
 def _block(text: str, name: str, start: int = 0) -> tuple[int, int, int, int] | None:
@@ -83,6 +87,8 @@ def parse_response(text: str) -> ParsedResponse:
     - ``modality``: the stripped text before the first ``<think>`` (None if there is no
       ``<think>`` or nothing precedes it);
     - ``reasoning``: inside the first ``<think>...</think>`` (None if the block is missing);
+      Qwen3's ``<thinking>...</thinking>`` is read the same way (``well_formed`` still asks for
+      ``<think>``, the papers' format);
     - ``answer``: inside the first ``<answer>...</answer>`` after the reasoning block, or anywhere
       if there is no reasoning block (None if missing);
     - ``well_formed``: :func:`is_well_formed`.
@@ -91,11 +97,11 @@ def parse_response(text: str) -> ParsedResponse:
     """
     if not isinstance(text, str):
         return ParsedResponse(None, None, None, False)
-    think = _block(text, "think")
+    think = _block(text, "reasoning")
     modality = reasoning = answer = None
     r_span = a_span = None
     search_from = 0
-    open_think = _TAG["think"][0].search(text)
+    open_think = _TAG["reasoning"][0].search(text)
     if open_think:
         before = text[: open_think.start()].strip()
         modality = before or None
@@ -140,7 +146,7 @@ def completion_text(completion) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Sentence-level reasoning steps (MRPO 000_20b05565d28598f4.txt Sec. 3 and 4.2: the reasoning
+# Sentence-level reasoning steps (MRPO, arXiv 2606.31825, Sec. 3 and 4.2: the reasoning
 # is split into K sentence-level steps r_1..r_K) and their token spans (Eq. 7 acts per token).
 # --------------------------------------------------------------------------------------------
 
@@ -201,7 +207,7 @@ def _is_sentence_end(line: str, m: re.Match) -> bool:
 def split_steps(reasoning: str) -> list[Step]:
     """Split reasoning text into sentence-level steps r_1..r_K (heuristic sentence splitter).
 
-    MRPO (000_20b05565d28598f4.txt, Sec. 3 and Eq. 7) scores and reshapes the reasoning per
+    MRPO (arXiv 2606.31825, Sec. 3 and Eq. 7) scores and reshapes the reasoning per
     sentence-level step; the paper does not give its splitter, so this one is the project's:
 
     - every line break ends a step; empty lines give no step;
@@ -340,13 +346,13 @@ def step_token_spans(text: str, steps: list[Step], offsets) -> list[tuple[int, i
 def prediction_text(output: str) -> str:
     """The part of an output the judge may see (MediX-R1 Sec. 3: chains of thought stripped).
 
-    The ``<answer>`` block if present; else the text after the last ``</think>``; else the
-    whole output. Always stripped.
+    The ``<answer>`` block if present; else the text after the last ``</think>`` (or Qwen3's
+    ``</thinking>``); else the whole output. Always stripped.
     """
     parsed = parse_response(output or "")
     if parsed.answer is not None:
         return parsed.answer.strip()
-    tail = re.split(r"<\s*/\s*think\s*>", output or "", flags=re.IGNORECASE)
+    tail = re.split(r"<\s*/\s*think(?:ing)?\s*>", output or "", flags=re.IGNORECASE)
     return tail[-1].strip()
 
 

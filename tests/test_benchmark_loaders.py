@@ -61,7 +61,7 @@ def test_vqa_rad_hf_from_save_to_disk_and_parquet(tmp_path, cache):
     with pytest.raises(DataError, match="split 'validation'"):
         load_records(f"hf:{tmp_path / 'dl'}", split="validation")
     (tmp_path / "nothing").mkdir()
-    with pytest.raises(DataError, match="vqa-rad"):
+    with pytest.raises(DataError, match="vqa_rad_hf|vqa-rad"):
         load_records("vqa_rad_hf", data_dir=tmp_path / "nothing")
 
 
@@ -232,3 +232,234 @@ def test_hub_id_goes_through_load_dataset_and_medmcqa_parquet(tmp_path, cache, m
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "medmcqa" / "data" / "validation-00000-of-00001.parquet")
     recs = load_records("medmcqa", split="validation", data_dir=tmp_path)
     assert [r.answer for r in recs] == ["a", "d"]  # HF parquet: cop 0-3
+
+
+# =========================================================================== the papers' other sets
+def _pq(path, rows):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows), path)
+
+
+def test_vqa_med_2019_imageclef_layout(tmp_path):
+    """ARMed's out-of-domain VQA-Med: the ImageCLEF 2019 release, pipe-separated QA files."""
+    root = tmp_path / "VQA-Med-2019"
+    val = root / "ImageClef-2019-VQA-Med-Validation"
+    lines = ["synpic1|what imaging modality was used?|ct noncontrast", "synpic2|is this an mri?|no",
+             "synpic3|which plane is the image taken?|axial"]
+    (val / "Val_images").mkdir(parents=True)
+    for i in (1, 2, 3):
+        _write_png(val / "Val_images" / f"synpic{i}.jpg")
+    (val / "All_QA_Pairs_val.txt").write_text("\n".join(lines) + "\n")
+    test = root / "VQAMed2019Test"
+    _write_png(test / "VQAMed2019_Test_Images" / "synpic9.jpg")
+    (test / "VQAMed2019_Test_Questions_w_Ref_Answers.txt").write_text("synpic9|modality|what modality is shown?|us - ultrasound\n")
+    recs = load_records("vqa_med_2019", split="validation", data_dir=tmp_path)
+    assert len(recs) == 3 and [r.open_ended for r in recs] == [True, False, True]
+    assert recs[0].answer == "ct noncontrast" and recs[0].images[0].endswith("synpic1.jpg")
+    t = load_records("vqa_med_2019", split="test", data_dir=tmp_path)
+    assert len(t) == 1 and t[0].extras["category"] == "modality" and t[0].answer == "us - ultrasound"
+    (val / "All_QA_Pairs_val.txt").write_text("synpic1|only two fields\n")
+    with pytest.raises(DataError, match="All_QA_Pairs_val.txt line 1"):
+        load_records("vqa_med_2019", split="validation", data_dir=tmp_path)
+
+
+def test_vqa_med_2021_keeps_single_answer_questions(tmp_path):
+    """MRPO App. C.1: the 2021 test set, only questions with one reference answer."""
+    root = tmp_path / "VQA-Med-2021"
+    for i in range(4):
+        _write_png(root / "VQA-500-Images" / f"synpic{i}.jpg")
+    (root / "Task1-VQA-2021-TestSet-Questions.txt").write_text(
+        "".join(f"synpic{i}|what is abnormal in the ct scan?\n" for i in range(4)))
+    (root / "Task1-VQA-2021-TestSet-ReferenceAnswers.txt").write_text(
+        "synpic0|pulmonary embolism\nsynpic1|meningioma|meningiomas\nsynpic2|renal cell carcinoma\nsynpic3|a#b\n")
+    recs = load_records("vqa_med_2021", split="test", data_dir=tmp_path)
+    assert [r.id for r in recs] == ["vqamed21-synpic0", "vqamed21-synpic2"] and recs[1].answer == "renal cell carcinoma"
+    from medrl.data.benchmarks import load_vqa_med_2021
+
+    assert len(load_vqa_med_2021(tmp_path, "test", single_answer=False)) == 4
+
+
+def test_quilt_vqa_parquet(tmp_path, cache):
+    rows = [{"image": {"bytes": _png(), "path": "a.jpg"}, "question": "What tissue is shown?", "answer": "lymph node",
+             "answer_type": "open", "context": "ctx"},
+            {"image": {"bytes": _png((0, 1, 2)), "path": "b.jpg"}, "question": "Is this malignant?", "answer": "yes",
+             "answer_type": "closed", "context": ""},
+            {"image": {"bytes": _png((3, 1, 2)), "path": "c.jpg"}, "question": "Which stain is used?", "answer": "H&E",
+             "answer_type": "open", "context": ""}]
+    _pq(tmp_path / "Quilt_VQA" / "data" / "train-00000-of-00001.parquet", rows)
+    recs = load_records("quilt_vqa", split="test", data_dir=tmp_path)
+    assert len(recs) == 3 and sum(r.open_ended for r in recs) == 2 and recs[0].modality == "Pathology"
+    assert len(load_records("quilt_vqa", split="test", data_dir=tmp_path, open_only=True)) == 2
+
+
+def test_radimagenet_vqa_open_closed_and_mcq(tmp_path, cache):
+    img = {"bytes": _png(), "path": "x.png"}
+    rows = [{"image": img, "question": "Which organ is shown?", "answer": "liver", "question_type": "open",
+             "choices": None, "modality": "CT", "anatomy": "abdomen"},
+            {"image": img, "question": "Is there a lesion?", "answer": "no", "question_type": "closed", "choices": None,
+             "modality": "MRI", "anatomy": "brain"},
+            {"image": img, "question": "Which pathology?", "answer": "B", "question_type": "mcq",
+             "choices": ["cyst", "abscess", "tumor"], "modality": "CT", "anatomy": "liver"}]
+    _pq(tmp_path / "RadImageNet-VQA" / "benchmark" / "test-00000-of-00001.parquet", rows)
+    recs = load_records("radimagenet_vqa", split="test", data_dir=tmp_path)
+    assert len(recs) == 3 and [r.open_ended for r in recs] == [True, False, False]
+    assert recs[2].answer == "abscess" and recs[2].extras["choices"] == ["cyst", "abscess", "tumor"]
+    assert recs[0].organ == "abdomen"
+
+
+def test_mimic_cxr_vqa_mrpo_subset(tmp_path):
+    root = tmp_path / "mimic-cxr-vqa"
+    items = [{"idx": 0, "image_path": "p10/p1/s1/a.jpg", "question": "List the abnormalities in the left lung.",
+              "semantic_type": "query", "content_type": "abnormality", "template": "t1", "answer": ["atelectasis"]},
+             {"idx": 1, "image_path": "p10/p1/s1/a.jpg", "question": "List all anatomical findings.",
+              "semantic_type": "query", "content_type": "anatomy", "template": "t2", "answer": ["a", "b"]},
+             {"idx": 2, "image_path": "p10/p1/s1/a.jpg", "question": "Is there any abnormality?",
+              "semantic_type": "verify", "content_type": "abnormality", "template": "t3", "answer": ["yes"]},
+             {"idx": 3, "image_path": "p10/p1/s1/a.jpg", "question": "Which lung shows edema, left or right?",
+              "semantic_type": "choose", "content_type": "abnormality", "template": "t4", "answer": ["right"]}]
+    (root / "dataset").mkdir(parents=True)
+    (root / "dataset" / "test.json").write_text(json.dumps(items))
+    _write_png(root / "files" / "p10" / "p1" / "s1" / "a.jpg")
+    recs = load_records("mimic_cxr_vqa", split="test", data_dir=tmp_path)
+    assert [r.id for r in recs] == ["mimiccxrvqa-test-0"] and recs[0].answer == "atelectasis"
+    from medrl.data.benchmarks import load_mimic_cxr_vqa
+
+    every = load_mimic_cxr_vqa(tmp_path, "test", mrpo_subset=False)
+    assert len(every) == 4 and every[1].answer == "a, b" and not every[2].open_ended
+
+
+def test_mmlu_medical_subjects_parquet_and_csv(tmp_path):
+    for subj in ("clinical_knowledge", "anatomy"):
+        _pq(tmp_path / "mmlu" / subj / "test-00000-of-00001.parquet",
+            [{"question": f"{subj} Q{i}?", "subject": subj, "choices": ["w", "x", "y", "z"], "answer": i}
+             for i in range(3)])
+    recs = load_records("mmlu_clinical_knowledge", split="test", data_dir=tmp_path)
+    assert len(recs) == 3 and [r.answer for r in recs] == ["w", "x", "y"] and not recs[0].images
+    assert recs[0].source == "mmlu_clinical_knowledge"
+    csv_root = tmp_path / "csv"
+    (csv_root / "mmlu" / "data" / "test").mkdir(parents=True)
+    (csv_root / "mmlu" / "data" / "test" / "medical_genetics_test.csv").write_text(
+        'What is a gene?,a,b,"c, d",e,C\nQ2?,a,b,c,d,A\n')
+    g = load_records("mmlu_medical_genetics", split="test", data_dir=csv_root)
+    assert [r.answer for r in g] == ["c, d", "a"]
+
+
+def test_usmle_self_assessment_steps(tmp_path):
+    root = tmp_path / "usmle_sa"
+    root.mkdir()
+    (root / "step1.json").write_text(json.dumps([
+        {"no": 1, "question": "A 25-year-old ...?", "options": {"A": "a", "B": "b", "C": "c"}, "answer": "B"},
+        {"no": 2, "question": "Image question", "options": {"A": "a", "B": "b"}, "answer": ""}]))
+    (root / "step2.json").write_text(json.dumps([
+        {"no": 1, "question": "Next step?", "options": {"A": "x", "B": "y"}, "answer": "A"}]))
+    recs = load_records("usmle_sa", split="test", data_dir=tmp_path)
+    assert len(recs) == 2 and [r.answer for r in recs] == ["b", "x"] and recs[1].extras["step"] == "step2"
+
+
+def _mimic_cxr(root):
+    (root / "files" / "p10" / "p10000001").mkdir(parents=True)
+    (root / "mimic-cxr-2.0.0-split.csv").write_text(
+        "dicom_id,study_id,subject_id,split\nd1,50000001,10000001,test\nd2,50000001,10000001,test\n"
+        "d3,50000002,10000001,train\nd4,50000003,10000001,test\n")
+    for study, text in (("50000001", "EXAMINATION: CHEST\n\nFINDINGS: The lungs are clear.\n No effusion.\n\n"
+                                     "IMPRESSION: No acute process."),
+                        ("50000002", "FINDINGS: Cardiomegaly.\nIMPRESSION: Enlarged heart."),
+                        ("50000003", "IMPRESSION: Stable.")):
+        (root / "files" / "p10" / "p10000001" / f"s{study}.txt").write_text(text)
+    _write_png(root / "files" / "p10" / "p10000001" / "s50000001" / "d1.jpg")
+    _write_png(root / "files" / "p10" / "p10000001" / "s50000003" / "d4.jpg")
+
+
+def test_mimic_cxr_report_generation_and_summary(tmp_path):
+    _mimic_cxr(tmp_path / "mimic-cxr")
+    gen = load_records("mimic_cxr_report", split="test", data_dir=tmp_path)
+    assert [r.id for r in gen] == ["mimiccxr-gen-50000001", "mimiccxr-gen-50000003"]  # one per study, first image
+    assert gen[0].answer == "FINDINGS: The lungs are clear. No effusion.\nIMPRESSION: No acute process."
+    assert gen[0].extras["task"] == "report" and gen[0].images[0].endswith("d1.jpg")
+    summ = load_records("mimic_cxr_summary", split="test", data_dir=tmp_path)
+    assert len(summ) == 1 and summ[0].answer == "No acute process." and not summ[0].images
+    assert "The lungs are clear." in summ[0].question
+    from medrl.eval.protocols import is_report
+
+    assert is_report({"task": gen[0].extras["task"], "reference": gen[0].answer})
+
+
+def test_pmc_vqa_hard_reads_test_2(tmp_path):
+    root = tmp_path / "pmc_vqa"
+    (root / "images").mkdir(parents=True)
+    for i in range(2):
+        _write_png(root / "images" / f"f{i}.jpg")
+    (root / "test_2.csv").write_text(
+        "Figure_path,Question,Answer,Choice A,Choice B,Choice C,Choice D,Answer_label\n"
+        "f0.jpg,What is shown?,B:MRI,A:CT,B:MRI,C:X-ray,D:US,B\n"
+        "f1.jpg,Which organ?,A:liver,A:liver,B:lung,C:brain,D:heart,A\n")
+    recs = load_records("pmc_vqa_hard", split="test", data_dir=tmp_path)
+    assert len(recs) == 2 and [r.answer for r in recs] == ["MRI", "liver"] and recs[0].source == "pmc_vqa_hard"
+    assert recs[0].id.startswith("pmc_vqa_hard-") and recs[0].extras["choices_in_prompt"]
+
+
+def test_med_zero_17k_r1_style(tmp_path, cache):
+    rows = [{"id": "a1", "image": [{"bytes": _png(), "path": "a1.png"}], "problem": "Which modality?",
+             "solution": "<answer>CT</answer>", "level": 1, "modality": "CT", "task": "modality", "options": None},
+            {"id": "a2", "image": [{"bytes": _png((5, 5, 5)), "path": "a2.png"}], "problem": "Where is the mass?",
+             "solution": "left upper lobe", "level": 3, "modality": "X-Ray", "task": "localisation", "options": None},
+            {"id": "a3", "image": [{"bytes": _png((9, 5, 5)), "path": "a3.png"}], "problem": "Which is it?",
+             "solution": "B", "options": ["cyst", "tumor"], "level": 2, "modality": "MRI", "task": "diagnosis"}]
+    _pq(tmp_path / "Med-Zero-17K" / "data" / "train-00000-of-00001.parquet", rows)
+    recs = load_records("med_zero_17k", split="train", data_dir=tmp_path)
+    assert len(recs) == 3 and [r.answer for r in recs] == ["CT", "left upper lobe", "tumor"]
+    assert [r.extras["level"] for r in recs] == [1, 3, 2] and all(r.images for r in recs)
+    rows[0]["level"] = 7
+    _pq(tmp_path / "Med-Zero-17K" / "data" / "train-00000-of-00001.parquet", rows)
+    with pytest.raises(DataError, match="level 7"):
+        load_records("med_zero_17k", split="train", data_dir=tmp_path)
+
+
+def test_mulberry_cot_warm_up_data(tmp_path):
+    root = tmp_path / "Mulberry-SFT"
+    _write_png(root / "images" / "m0.png")
+    _write_png(root / "images" / "m1.png")
+    items = [{"messages": [{"role": "user", "content": "<image>What is the area of the square?"},
+                           {"role": "assistant", "content": "### Image Description:\nA square of side 3.\n"
+                                                            "### Step 1: Area is side squared.\n"
+                                                            "### The final answer is: 9"}],
+              "images": ["images/m0.png"]},
+             {"messages": [{"role": "user", "content": "<image>Is the lesion benign?"},
+                           {"role": "assistant", "content": "The margins are smooth. The final answer is: yes."}],
+              "images": ["images/m1.png"]}]
+    (root / "mulberry_260k.json").write_text(json.dumps(items))
+    recs = load_records("mulberry_cot", split="train", data_dir=tmp_path)
+    assert len(recs) == 2 and [r.answer for r in recs] == ["9", "yes"]
+    assert recs[0].gold_reasoning.startswith("### Image Description") and "final answer" not in recs[0].gold_reasoning
+    assert recs[0].question == "What is the area of the square?"
+    items[1]["messages"][1]["content"] = "No final line here."
+    (root / "mulberry_260k.json").write_text(json.dumps(items))
+    with pytest.raises(DataError, match="item #1.*final answer"):
+        load_records("mulberry_cot", split="train", data_dir=tmp_path)
+
+
+def test_paper_suites_route_out_of_distribution_sets(tmp_path, capsys):
+    """--suite mrpo: what is present runs, the out-of-distribution sets as --ood."""
+    from medrl.commands.eval import _apply_suite
+    from medrl.data.benchmarks import SUITES
+
+    assert {"mrpo", "armed", "capo", "medix", "huatuo"} <= set(SUITES) and len(SUITES["medix"]) == 17
+    root = tmp_path / "VQA-Med-2021"
+    _write_png(root / "VQA-500-Images" / "synpic0.jpg")
+    (root / "Task1-VQA-2021-TestSet-Questions.txt").write_text("synpic0|what is abnormal?\n")
+    (root / "Task1-VQA-2021-TestSet-ReferenceAnswers.txt").write_text("synpic0|pulmonary embolism\n")
+    _mimic_cxr(tmp_path / "mimic-cxr")
+
+    class A:
+        suite, data_dir, data, ood = "mrpo", str(tmp_path), [], []
+    _apply_suite(A)
+    assert A.data == [] and A.ood == ["vqa_med_2021:test"]
+    assert "quilt_vqa:test missing" in capsys.readouterr().err
+
+    class M:
+        suite, data_dir, data, ood = "medix", str(tmp_path), [], []
+    _apply_suite(M)
+    assert M.data == ["mimic_cxr_summary:test", "mimic_cxr_report:test"] and M.ood == []

@@ -71,7 +71,8 @@ def test_eval_interrupt_resume_and_analyze(tiny_model, data_dir, tmp_path, monke
     an = out / "analysis"
     assert (an / "figures" / "fig1a_incorrect_rate.png").exists() and (an / "figures" / "fig4_far_bins.png").exists()
     tables = json.loads((an / "analysis.json").read_text())["tables"]["ev"]
-    assert tables["n"] == 8
+    # FFP/FAR analyse open-ended questions only (MRPO Sec. 3): the closed ones are counted apart
+    assert tables["n"] + tables["criterion"]["closed_left_out"] == 8 and tables["criterion"]["protocol"] == "mrpo"
 
 
 @pytest.mark.slow

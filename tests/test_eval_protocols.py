@@ -61,7 +61,7 @@ OUTS = {
     "c3": "<think>The left kidney is small.</think><answer>right</answer>",
     "o1": "<think>The organ is in the right upper quadrant.</think><answer>the liver</answer>",
     "o2": "<think>This step is wrong.</think><answer>effusion</answer>",
-    "o3": "<answer>a bleed</answer>",
+    "o3": "<answer>partial outage</answer>",                  # reaches the judge, which is down
     "m1": "<answer>(B)</answer>",                              # option label -> MRI: right
 }
 
@@ -102,7 +102,7 @@ def test_standard_splits_closed_and_open_with_groups(tmp_path):
                  text_metrics=False, n_boot=200, progress=False, protocols=["standard"])
     # closed rows never reach the judge; open rows do (o1 is an exact match after normalisation:
     # decided without a call)
-    assert sorted(judge.calls["answer"]) == ["a bleed", "effusion"] and not judge.calls["grade"]
+    assert sorted(judge.calls["answer"]) == ["effusion", "partial outage"] and not judge.calls["grade"]
     d = m["protocols"]["standard"]["datasets"]["toy:test"]
     closed, open_, overall = (d["metrics"][k] for k in ("closed", "open", "overall"))
     assert (closed["n"], closed["mean"]) == (4, 0.5)          # c1 yes, c2 hedge, c3 wrong side, m1 (B) = MRI
@@ -156,8 +156,12 @@ def test_armed_and_medix_report_rubric():
     assert a["datasets"]["d"]["metrics"]["hss"]["mean"] == pytest.approx(0.6)
     assert a["datasets"]["o"]["metrics"]["accuracy"]["mean"] == 1.0  # exact option match decided on the fly
     assert set(a["macro"]) == {"in", "out", "all"} and a["macro"]["in"]["hss"]["mean"] == pytest.approx(0.6)
+    # ARMed's score mixes HSS (non-multiple-choice rows; the report row here has none computed) and
+    # multiple-choice accuracy
+    assert a["datasets"]["o"]["metrics"]["score"]["n"] == 1 and a["datasets"]["d"]["metrics"]["score"]["n"] == 2
     mx = P.summarize_protocol(rows, "medix", n_boot=50)
     assert mx["datasets"]["o"]["metrics"]["rubric"]["mean"] == 4.0  # long-form item: 0-5 rubric
+    assert mx["datasets"]["o"]["metrics"]["score"]["mean"] == pytest.approx(0.8)  # rubric / 5
     assert P.row_correct(rows[0], "armed") is True and P.row_correct(rows[1], "standard") is False
 
 
@@ -225,3 +229,101 @@ def test_cli_protocol_and_suite(tmp_path, capsys):
     _apply_suite(S)
     assert S.data == ["omnimedvqa:test"]
     assert "mmmu_med:validation missing" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- truncation
+def test_truncated_outputs_are_counted_per_dataset_and_in_the_report(tmp_path):
+    from medrl.eval.runner import Generation
+    from medrl.eval.scoring import is_truncated
+
+    cut = "<think>The image shows a large opacity in the right lower lobe that extends"
+    assert is_truncated(cut, n_tokens=16, max_new_tokens=16) is True
+    assert is_truncated(cut, finish_reason="length") is True and is_truncated(cut, finish_reason="stop") is False
+    assert is_truncated(cut + "</think><answer>mass</answer>", n_tokens=16, max_new_tokens=16) is False
+    assert is_truncated(cut, n_tokens=5, max_new_tokens=16) is False  # stopped early: not cut off
+    assert is_truncated(cut) is None  # a plain string says nothing about how generation stopped
+
+    def gen(recs):
+        return [Generation(cut if r.id == "o1" else OUTS[r.id], n_tokens=16 if r.id == "o1" else 9,
+                           max_new_tokens=16) for r in recs]
+
+    m = run_eval([EvalDataset("toy:test", RECS)], gen, CountingJudge(), tmp_path / "ev", rubrics=(),
+                 verify_steps=False, text_metrics=False, n_boot=50, progress=False, protocols=["standard", "mrpo"],
+                 generation={"max_new_tokens": 16})
+    assert m["datasets"]["toy:test"]["truncated"] == 1 and m["datasets"]["toy:test"]["truncation_known"] == 7
+    assert m["protocols"]["standard"]["datasets"]["toy:test"]["truncated"] == 1
+    assert m["protocols"]["mrpo"]["datasets"]["toy:test"]["truncated"] == 1
+    rows = {json.loads(l)["record_id"]: json.loads(l) for l in (tmp_path / "ev" / "outputs.jsonl").read_text().splitlines()}
+    assert rows["o1"]["truncated"] is True and rows["c1"]["truncated"] is False
+    report = (tmp_path / "ev" / "report.md").read_text()
+    assert "Truncated" in report and "1 output(s) hit the generation limit" in report
+
+
+def test_cli_eval_reports_cut_off_outputs_and_defaults_to_the_trained_length(tmp_path, capsys):
+    """`medrl eval` with a tiny random model: every output is cut off at --max-new-tokens 4 (no
+    closing answer tag); the default limit is the run folder's grpo.max_completion_length."""
+    import yaml
+
+    from medrl.cli import main
+    from medrl.data.record import write_jsonl
+    from medrl.eval.runner import default_max_new_tokens
+    from medrl.models import build_tiny_vlm
+    from synthetic import synthetic_records
+
+    model = build_tiny_vlm(tmp_path / "run" / "model", hidden_size=32, num_layers=1)
+    (tmp_path / "img").mkdir()
+    write_jsonl(synthetic_records(tmp_path / "img")[:2], tmp_path / "fx.jsonl")
+    out = tmp_path / "ev"
+    assert main(["eval", "--model", str(model), "--data", f"jsonl:{tmp_path / 'fx.jsonl'}", "--judge", "reference",
+                 "--out", str(out), "--max-new-tokens", "4", "--bootstrap", "20", "--no-steps",
+                 "--no-text-metrics", "--rubric", "none"]) == 0
+    printed = capsys.readouterr()
+    assert "truncated=2" in printed.out and "max_new_tokens=4 (--max-new-tokens)" in printed.err
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["datasets"][f"jsonl:{tmp_path / 'fx.jsonl'}"]["truncated"] == 2
+    # default: the completion length the run was trained with, from the run folder's config.yaml
+    assert default_max_new_tokens(model) == (1024, "default (the model folder names no training completion length)")
+    (tmp_path / "run" / "config.yaml").write_text(yaml.safe_dump({"recipe": {"grpo": {"max_completion_length": 2048}}}))
+    n, src = default_max_new_tokens(model)
+    assert n == 2048 and "config.yaml" in src
+
+
+def test_analyze_without_protocol_uses_mrpo_criterion_and_leaves_closed_rows_out(tmp_path):
+    """An eval scored under ``standard`` with MediX-R1's binary grade too: `medrl analyze` without
+    --protocol takes correctness from the judged answer decision (MRPO App. H.1), not the grade,
+    and analyses open-ended rows only; the protocols stored with the eval are named in the report."""
+    from medrl.cli import main
+    from medrl.eval.scoring import stored_protocols
+
+    out = tmp_path / "ev"
+    run_eval([EvalDataset("toy:test", RECS)], _gen, CountingJudge(), out, rubrics=("binary",), verify_steps=True,
+             text_metrics=False, n_boot=20, progress=False, protocols=["standard"])
+    assert stored_protocols(out) == ["standard"]
+    rows = {r["record_id"]: r for r in (json.loads(l) for l in (out / "outputs.jsonl").read_text().splitlines())}
+    # o1 "the liver" for "liver": right by the answer decision, wrong by MediX-R1's exact grade
+    assert rows["o1"]["scores"]["judge_answer"] == 1.0 and rows["o1"]["scores"]["judge_binary"] == 0.0
+    assert main(["analyze", str(out), "--out", str(tmp_path / "an")]) == 0
+    items = {json.loads(l)["key"]: json.loads(l) for l in (tmp_path / "an" / "per_output_ev.jsonl").read_text().splitlines()}
+    assert set(items) == {"toy:test:c3", "toy:test:o1", "toy:test:o2", "toy:test:o3"}  # c1, c2, m1 left out
+    assert items["toy:test:o1"]["correct"] is True and items["toy:test:o1"]["correct_from"] == "mrpo"
+    analysis = json.loads((tmp_path / "an" / "analysis.json").read_text())["tables"]["ev"]
+    assert analysis["criterion"]["protocol"] == "mrpo" and analysis["criterion"]["closed_left_out"] == 3
+    assert "scored under ['standard'], not 'mrpo'" in (tmp_path / "an" / "report.md").read_text()
+    # --include-closed keeps them; --protocol picks another criterion
+    assert main(["analyze", str(out), "--out", str(tmp_path / "an2"), "--include-closed", "--protocol", "medix"]) == 0
+    items2 = [json.loads(l) for l in (tmp_path / "an2" / "per_output_ev.jsonl").read_text().splitlines()]
+    assert len(items2) == 7 and {i["key"]: i["correct"] for i in items2}["toy:test:o1"] is False
+
+
+def test_qwen3_thinking_tag_is_read_as_reasoning():
+    """Qwen3 models write <thinking>...</thinking>: the steps, the judged answer and the step
+    verification read it like <think>; the strict format check (the papers' format reward) does not."""
+    from medrl.parsing import completion_steps, parse_response, prediction_text
+
+    out = "<thinking>The film is a chest X-ray. The right costophrenic angle is blunted.</thinking>\n<answer>pleural effusion</answer>"
+    p = parse_response(out)
+    assert p.reasoning.startswith("The film") and p.answer == "pleural effusion" and not p.well_formed
+    assert [s.text for s in completion_steps(out)] == ["The film is a chest X-ray.",
+                                                       "The right costophrenic angle is blunted."]
+    assert prediction_text("<THINKING>long thought</THINKING> effusion") == "effusion"
+    assert parse_response(out.replace("thinking>", "think>")).well_formed

@@ -12,7 +12,11 @@ Five analyses, each writing JSON tables, PNG figures and OUT/report.md + OUT/rep
       First Failure Point / Failure Accumulation Rate of the saved outputs (MRPO Sec. 3, 5.3):
       incorrect rate per FFP bin (Fig. 1A), FAR per bin for correct/incorrect (Fig. 1B, 4),
       early/mid/late stage shares (Fig. 3). Several folders = several runs side by side.
-      --judge verifies the steps of outputs the eval did not verify.
+      Open-ended questions only (yes/no and multiple choice left out; --include-closed keeps
+      them); correctness with MRPO's answer criterion (App. H.1, the `mrpo` protocol) unless
+      --protocol names another; the report says under which protocols the eval was scored
+      (stored in its config.json). --judge verifies the steps (and, under mrpo, the answers)
+      of outputs the eval did not score.
 
   medrl analyze --compare RUN_A RUN_B [--out OUT]
       Paired comparison on the same inputs (MRPO App. E.2): correct/wrong table (Table 11) and
@@ -38,18 +42,27 @@ Five analyses, each writing JSON tables, PNG figures and OUT/report.md + OUT/rep
       the same prompt in two runs side by side; mean token advantage by relative step position
       p_k for wrong-answer rollouts (MRPO Eq. 7: invalid steps at -e^(1-p)|A_i|).
 
-Default OUT: EVAL_DIR/analysis, or analysis_compare / analysis_agreement / LOGDIR/diagnostics / RUN/credit.
+  medrl analyze hacking RUN [--out OUT]
+      Reward-hacking monitor of a training run (monitor_summary.json, hacking.jsonl): plots of
+      the signals (answer-guard refusals by reason, reward vs correctness, lengths, repeats,
+      restating steps, format, zero-variance groups) with the alerts marked, each alert's
+      example rollouts as text, and the judge's cost (judge_cost.json) when present.
+
+Default OUT: EVAL_DIR/analysis, or analysis_compare / analysis_agreement / LOGDIR/diagnostics / RUN/credit / RUN/hacking.
 """
 
 
 def add_arguments(p) -> None:
-    p.add_argument("paths", nargs="*", help="EVAL_DIR..., or 'agreement', 'training LOGDIR...', 'credit RUN...'")
+    p.add_argument("paths", nargs="*", help="EVAL_DIR..., or 'agreement', 'training LOGDIR...', 'credit RUN...', 'hacking RUN'")
     p.add_argument("--out", default=None, help="output folder")
     p.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"), help="paired comparison of two eval folders")
     p.add_argument("--names", nargs="+", default=None, help="display names of the runs, in order")
     p.add_argument("--protocol", default=None,
-                   help="compare: correct/wrong from this eval protocol's main accuracy (standard, mrpo, medix, "
-                        "armed); default: the judge's binary grade, else the judged decision, else standard")
+                   help="correct/wrong from this eval protocol's accuracy (standard, mrpo, medix, armed). FFP/FAR "
+                        "default: mrpo (MRPO App. H.1). --compare default: the judge's binary grade, else the judged "
+                        "decision, else standard")
+    p.add_argument("--include-closed", action="store_true",
+                   help="FFP/FAR: keep yes/no and multiple-choice rows (left out by default, as in MRPO Sec. 3)")
     p.add_argument("--bootstrap", type=int, default=2000, help="compare: bootstrap resamples (paired CI)")
     p.add_argument("--seed", type=int, default=0, help="compare: bootstrap seed")
     p.add_argument("--judge", default=None, help="verify unverified steps with this judge (reference | openai:<model>)")
@@ -77,7 +90,9 @@ def run(args) -> int:
     if args.judge:
         from medrl.judges import build_judge
 
-        judge = build_judge(args.judge, base_url=args.judge_base_url)
+        # FFP correctness defaults to MRPO's criterion: the judge answers with App. H.1's O/X format
+        fmt = {"answer_format": "o_x"} if (args.protocol or "mrpo") == "mrpo" else {}
+        judge = build_judge(args.judge, base_url=args.judge_base_url, **fmt)
     mode = args.paths[0] if args.paths else None
     try:
         if args.compare:
@@ -126,6 +141,16 @@ def run(args) -> int:
             for k, v in res.get("reward_distribution", {}).items():
                 print(f"{k}: raw mean {v['raw']['mean']:.3f} var {v['raw']['var']:.3f} | "
                       f"adaptive mean {v['adaptive']['mean']:.3f} var {v['adaptive']['var']:.3f}")
+        elif mode == "hacking":  # reward-hacking monitor report (medrl.eval.hacking_report)
+            from medrl.eval.hacking_report import hacking_report
+
+            if len(args.paths) != 2:
+                print("medrl analyze hacking: give one RUN folder", file=sys.stderr)
+                return 2
+            out = Path(args.out or (Path(args.paths[1]) / "hacking"))
+            res = hacking_report(args.paths[1], out)
+            alerts = [f"{a['signal']} (step {a['step']})" for a in res["alerts"]]
+            print(f"alerts: {', '.join(alerts) or 'none'}")
         elif mode == "credit":
             from medrl.eval.credit_report import credit_report
 
@@ -139,7 +164,8 @@ def run(args) -> int:
                 print(f"{name}: {r['rows']} rollouts logged at steps {r['steps_logged']}, {r['wrong_rows']} wrong answers")
         elif args.paths:
             out = Path(args.out or (Path(args.paths[0]) / "analysis"))
-            tables = W.analyze_runs(args.paths, out, judge=judge, names=args.names)
+            tables = W.analyze_runs(args.paths, out, judge=judge, names=args.names, protocol=args.protocol,
+                                    include_closed=bool(getattr(args, "include_closed", False)))
             for name, t in tables.items():
                 s = t["stage_shares"]
                 shares = "  ".join(f"{k} {'-' if v is None else f'{100 * v:.1f}%'}" for k, v in s["shares"].items())

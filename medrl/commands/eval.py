@@ -6,8 +6,8 @@ HELP = ("evaluate a model under the papers' protocols (standard, mrpo, medix, ar
         "closed/open accuracy, steps, HSS, benchmark suites, report")
 
 DESCRIPTION = """\
-Evaluate a model on one or more datasets with the papers' protocols (MediX-R1 Sec. 3, MRPO
-Sec. 5.1, ARMed Eq. 15): generate (greedy by default), save every full output, then score the
+Evaluate a model on one or more datasets with the papers' protocols (MediX-R1, arXiv 2602.23363,
+Sec. 3; MRPO, arXiv 2606.31825, Sec. 5.1; ARMed, arXiv 2508.12957, Eq. 15): generate (greedy by default), save every full output, then score the
 final answer only with a judge (binary score = judged accuracy; optional 0-5 report rubric),
 verify each reasoning step (for `medrl analyze`), and compute ROUGE-1, BLEU-1, BERTScore,
 embedding cosine and HSS. Per-dataset means, in-/out-of-domain and macro averages come with
@@ -22,21 +22,25 @@ once, naming the key's environment variable.
 
 --judge-images sends each record's image with the judge's accuracy and step requests
 (downscaled to --judge-image-size px, JPEG; MRPO App. H.1-H.2); it needs an openai:<model>
-judge on a vision-language endpoint (checked at start).
+judge on a vision-language endpoint (checked at start). With --protocol mrpo an openai: judge
+gets the images by default (MRPO's judge sees the image); --no-judge-images turns that off.
 
 Protocols (--protocol, comma-separated; docs/evaluation.md): standard (default; closed questions
 by exact match, open by the judge; closed, open and overall accuracy, per modality/organ),
 mrpo (MRPO App. H.1 O/X accuracy with the image when the judge takes images, App. H.2 step
-verification; open-ended questions only), medix (MediX-R1 binary JSON score, 0-5 report
-rubric), armed (ARMed HSS Eq. 15 + judged accuracy, in-/out-of-domain). Several protocols on the
+verification; open-ended questions only; pooled average as Table 2), medix (MediX-R1 binary
+JSON score, 0-5 report rubric; macro average, text-only / image+text), armed (ARMed: HSS Eq. 15
+on every non-multiple-choice question, accuracy on multiple choice, macro in-/out-of-domain).
+--max-new-tokens defaults to the model's trained completion length (else 1024); outputs cut off
+at the limit are counted as truncated. Several protocols on the
 same saved outputs give one metric set each in one report:
   medrl eval --rescore evals/mrpo --protocol mrpo,medix,standard --out evals/mrpo_all
 
 Dataset specs: SOURCE[:SPLIT], SOURCE one of the loaders listed by `medrl data inspect --help`
 (vqa_rad, slake, pathvqa, pmc_vqa, the Hugging Face copies, omnimedvqa, mmmu_med, medxpertqa_mm,
 medqa, medmcqa, pubmedqa), jsonl:<path>, hf:<folder or hub id>. Closed questions are kept unless
-every protocol is open-only (mrpo) and --include-closed is not given. --suite huatuo runs the
-HuatuoGPT-Vision benchmark set that is present and lists what is missing.
+every protocol is open-only (mrpo) and --include-closed is not given. --suite NAME runs a paper's
+benchmark set (huatuo, mrpo, armed, capo, medix) as far as it is present and lists what is missing.
 
 Examples:
   medrl eval --model runs/mrpo --data vqa_rad:test --judge reference --out evals/mrpo
@@ -52,16 +56,11 @@ _SPLITS = {"train", "test", "validate", "validation", "val", "dev"}
 
 
 def _reference_agreement() -> str:
-    """The reference judge's measured agreement with the shipped human labels, for --help."""
-    from medrl.eval.judge_bench import known_agreement
+    """The reference judge's measured agreement with the shipped human labels, for --help: the
+    frozen split's figures, the dev split's named as an upper bound (medrl.eval.judge_bench)."""
+    from medrl.eval.judge_bench import agreement_help
 
-    a = known_agreement("reference")
-    if not a:
-        return "Its agreement with human labels has not been measured"
-    return (f"Measured on the shipped labelled set ({a.get('measured', '?')}): answer accuracy "
-            f"{100 * a['answer_accuracy']:.0f}%%, adversarial answers accepted {a['adversarial_accepted']} of "
-            f"{a['adversarial_n']}, step-validity kappa {a['step_validity_kappa']:.2f} - an upper bound, the rules "
-            "were developed on that set")
+    return agreement_help("reference")
 
 
 def add_arguments(p) -> None:
@@ -76,15 +75,27 @@ def add_arguments(p) -> None:
     p.add_argument("--judge-base-url", default=None, help="OpenAI-compatible endpoint for the judge")
     p.add_argument("--judge-api-key-env", default="OPENAI_API_KEY", help="env var holding the judge API key")
     p.add_argument("--judge-cache", default=None, help="SQLite cache file for judge replies")
-    p.add_argument("--judge-images", action="store_true",
-                   help="send each record's image to the judge (accuracy and step requests; openai: judges)")
+    p.add_argument("--judge-images", action="store_true", default=None,
+                   help="send each record's image to the judge (accuracy and step requests; openai: judges). "
+                        "Default: on for --protocol mrpo with an openai: judge (MRPO App. H.1-H.2), else off")
+    p.add_argument("--no-judge-images", dest="judge_images", action="store_false",
+                   help="never send images to the judge, even under --protocol mrpo")
     p.add_argument("--judge-image-size", type=int, default=768, metavar="PX",
                    help="longest side of an image sent to the judge, in pixels (default 768)")
+    p.add_argument("--judge-timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="seconds one judge request may take (openai: judges; default 60)")
+    p.add_argument("--judge-retry-budget", type=float, default=None, metavar="SECONDS",
+                   help="total seconds per judge request over all its retries (default: twice --judge-timeout; "
+                        "0 = no limit); past it the item is unscored and a rerun asks again")
+    p.add_argument("--allow-outside-data-root", action="store_true",
+                   help="accept image paths that resolve outside the dataset's folder / the data folder "
+                        "(refused by default: such a file is never read or sent to the judge; docs/data.md)")
     p.add_argument("--rescore-unscored", action="store_true",
                    help="resume a folder with a different judge: keep its scores, score only the unscored outputs")
     p.add_argument("--skip-invalid", action="store_true",
-                   help="skip invalid records (missing image, empty answer, ...) and report how many, "
-                        "instead of stopping at the first")
+                   help="skip invalid records (missing, truncated or oversized image, image outside the data "
+                        "root, empty or malformed field, overlong question, ...) and report how many, instead of "
+                        "stopping at the first (docs/data.md, Data safety)")
     p.add_argument("--concurrency", type=int, default=16, help="judge requests in flight")
     p.add_argument("--rescore", metavar="EVAL_DIR", help="score EVAL_DIR's saved outputs with --judge into --out")
     p.add_argument("--protocol", default="standard", metavar="NAME[,NAME...]",
@@ -93,8 +104,10 @@ def add_arguments(p) -> None:
                         "accuracy + H.2 step verification, open questions), medix (MediX-R1 binary JSON / 0-5 "
                         "report rubric), armed (ARMed HSS + judged accuracy, in/out-of-domain). See docs/evaluation.md")
     p.add_argument("--suite", default=None, metavar="NAME",
-                   help="a benchmark suite instead of --data: huatuo (VQA-RAD, SLAKE, PathVQA, PMC-VQA, OmniMedVQA, "
-                        "MMMU Health & Medicine); runs what is present under --data-dir, lists what is missing")
+                   help="a paper's benchmark set instead of --data: huatuo (VQA-RAD, SLAKE, PathVQA, PMC-VQA, "
+                        "OmniMedVQA, MMMU Health & Medicine), mrpo (MRPO Table 2: 3 in- + 5 out-of-distribution sets), "
+                        "armed (ARMed Table 1), capo (CAPO Tables 1-4), medix (MediX-R1 Table 2: 17 benchmarks); "
+                        "runs what is present under --data-dir (out-of-distribution sets as --ood), lists what is missing")
     p.add_argument("--rubric", nargs="+", default=["binary"], choices=["binary", "report", "none"],
                    help="judge rubrics graded on every output besides what the protocols need: binary (MediX-R1 "
                         "JSON grade; `medrl analyze agreement` reads it), report (0-5), none (default: binary)")
@@ -106,11 +119,18 @@ def add_arguments(p) -> None:
                    "microsoft/BiomedNLP-BiomedBERT-base-uncased-abstract-fulltext; default: offline MiniLM)")
     p.add_argument("--backend", choices=["hf", "vllm"], default="hf", help="generation backend")
     p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument("--max-new-tokens", type=int, default=512)
+    p.add_argument("--max-new-tokens", type=int, default=None,
+                   help="generation limit per output (default: the completion length the model was trained "
+                        "with, grpo.max_completion_length in the run folder's config.yaml, else 1024). An output "
+                        "cut off at the limit without a closing answer tag is counted as truncated")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (the papers' evaluation)")
     p.add_argument("--prompt-style", default="think_answer",
                    help="think_answer | modality_think_answer | plain (vLLM backend)")
     p.add_argument("--limit", type=int, default=None, help="first N records per dataset")
+    p.add_argument("--refine-questions", action="store_true",
+                   help="ARMed Table 2: rewrite the in-domain test questions with the judge's QA-consistency "
+                        "audit before generating (needs_fix -> new question, drop -> removed; log in "
+                        "OUT/refine_<dataset>.jsonl). ARMed reports its numbers on refined test sets")
     p.add_argument("--include-closed", action="store_true",
                    help="keep closed (yes/no, multiple-choice) questions under an open-only protocol (mrpo)")
     p.add_argument("--data-dir", default=None, help="data folder (default: $MEDRL_DATA_DIR, ./data, ../shared/data)")
@@ -136,9 +156,12 @@ def load_datasets(args):
     from medrl.data.record import DataError
     from medrl.eval.runner import EvalDataset
 
+    from medrl.data.validate import refuse_duplicate_sources
+
     out = []
     skip = bool(getattr(args, "skip_invalid", False))
     suite = set(getattr(args, "suite_specs", None) or ())
+    refuse_duplicate_sources([(spec, *parse_spec(spec)) for spec in [*args.data, *args.ood]], args.data_dir)
     for domain, specs in (("in", args.data), ("out", args.ood)):
         for spec in specs:
             source, split = parse_spec(spec)
@@ -172,7 +195,7 @@ def run(args) -> int:
     from medrl.judges import build_judge
     from medrl.judges.base import JudgeAuthError, require_image_support
     from medrl.eval.protocols import parse_protocols
-    from medrl.eval.runner import EvalFolderMismatch, build_generate_fn, rescore_run, run_eval
+    from medrl.eval.runner import EvalFolderMismatch
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     try:
@@ -186,8 +209,9 @@ def run(args) -> int:
         judge = build_judge(args.judge, base_url=args.judge_base_url, api_key_env=args.judge_api_key_env,
                             cache_path=args.judge_cache, concurrency=args.concurrency,
                             **({"answer_format": "o_x"} if "mrpo" in protocols else {}),
-                            images=bool(getattr(args, "judge_images", False)),
-                            image_max_side=getattr(args, "judge_image_size", None))
+                            images=_judge_images(args, protocols),
+                            image_max_side=getattr(args, "judge_image_size", None),
+                            **_judge_time_limits(args))
         if getattr(args, "judge_images", False):
             require_image_support(judge)
     except (ValueError, RuntimeError) as exc:
@@ -198,21 +222,15 @@ def run(args) -> int:
                   bertscore_model=args.bertscore_model, concurrency=args.concurrency, n_boot=args.bootstrap,
                   seed=args.seed, overwrite=args.overwrite,
                   rescore_unscored=bool(getattr(args, "rescore_unscored", False)))
+    from medrl.data.images import allow_outside_data_root
+    from medrl.runlock import run_lock  # a second writer: RunLockedError, exit code LOCKED (medrl.cli)
+
+    if not args.rescore and (not args.model or not (args.data or args.ood)):
+        print("medrl eval: --model and --data (or --ood) are required (or --rescore EVAL_DIR)", file=sys.stderr)
+        return 2
     try:
-        if args.rescore:
-            metrics = rescore_run(args.rescore, judge, args.out, **common)
-        else:
-            if not args.model or not (args.data or args.ood):
-                print("medrl eval: --model and --data (or --ood) are required (or --rescore EVAL_DIR)", file=sys.stderr)
-                return 2
-            datasets = load_datasets(args)
-            gen = {"backend": args.backend, "max_new_tokens": args.max_new_tokens,
-                   "temperature": args.temperature, "prompt_style": args.prompt_style}
-            generate_fn = build_generate_fn(args.model, backend=args.backend, max_new_tokens=args.max_new_tokens,
-                                            temperature=args.temperature, batch_size=args.batch_size,
-                                            prompt_style=args.prompt_style)
-            metrics = run_eval(datasets, generate_fn, judge, args.out, model=args.model, generation=gen,
-                               batch_size=args.batch_size, **common)
+        with run_lock(args.out, "medrl eval"), allow_outside_data_root(bool(getattr(args, "allow_outside_data_root", False))):
+            metrics = _run_locked(args, judge, common, protocols)
     except EvalFolderMismatch as exc:
         print(f"medrl eval: {exc}", file=sys.stderr)
         return 2
@@ -225,6 +243,9 @@ def run(args) -> int:
             " (pass --skip-invalid to skip such records)"
         print(f"medrl eval: invalid data: {exc}{hint}", file=sys.stderr)
         return 2
+    except ValueError as exc:  # a bad setting found once the run started (--max-new-tokens, refinement)
+        print(f"medrl eval: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"\nmedrl eval: interrupted; finished records are saved in {args.out}. "
               "Rerun the same command to continue.", file=sys.stderr)
@@ -232,6 +253,94 @@ def run(args) -> int:
     print_protocol_summary(metrics)
     print(f"report: {args.out}/report.html")
     return 0
+
+
+def _run_locked(args, judge, common: dict, protocols) -> dict:
+    """The eval (or rescore) itself, run while this process holds the --out folder's lock."""
+    from medrl.eval.runner import build_generate_fn, rescore_run, run_eval
+
+    if args.rescore:
+        return rescore_run(args.rescore, judge, args.out, **common)
+    import sys
+
+    datasets = load_datasets(args)
+    max_new, source = resolve_max_new_tokens(args)
+    print(f"medrl eval: max_new_tokens={max_new} ({source})", file=sys.stderr)
+    gen = {"backend": args.backend, "max_new_tokens": max_new,
+           "temperature": args.temperature, "prompt_style": args.prompt_style}
+    if getattr(args, "refine_questions", False):
+        datasets = refine_datasets(datasets, judge, args)
+        gen["refined_questions"] = True  # part of what was evaluated: a resume must match it
+    generate_fn = build_generate_fn(args.model, backend=args.backend, max_new_tokens=max_new,
+                                    temperature=args.temperature, batch_size=args.batch_size,
+                                    prompt_style=args.prompt_style)
+    return run_eval(datasets, generate_fn, judge, args.out, model=args.model, generation=gen,
+                    batch_size=args.batch_size, **common)
+
+
+def resolve_max_new_tokens(args) -> tuple[int, str]:
+    """``--max-new-tokens`` when given, else the model's trained completion length, else 1024
+    (:func:`medrl.eval.runner.default_max_new_tokens`)."""
+    if args.max_new_tokens is not None:
+        if args.max_new_tokens < 1:
+            raise ValueError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
+        return int(args.max_new_tokens), "--max-new-tokens"
+    from medrl.eval.runner import default_max_new_tokens
+
+    return default_max_new_tokens(args.model)
+
+
+def refine_datasets(datasets, judge, args):
+    """ARMed's test-set VQA refinement (arXiv 2508.12957, App. "VQA Refinement", Table 2): every
+    in-domain dataset's questions go through the judge's QA-consistency audit
+    (:func:`medrl.data.curation.refine.refine_vqa`) before generation - ``needs_fix`` rewrites the
+    question (the reference answer is kept), ``drop`` removes the record. The audit log
+    ``OUT/refine_<dataset>.jsonl`` keeps every verdict and makes the step resumable."""
+    import sys
+    from pathlib import Path
+
+    from medrl.data.curation.refine import refine_vqa
+    from medrl.eval.runner import EvalDataset
+
+    out = []
+    for d in datasets:
+        if d.domain != "in":  # ARMed refines its in-domain sets (VQA-RAD, SLAKE, PathVQA) only
+            out.append(d)
+            continue
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in d.name)
+        log = Path(args.out) / f"refine_{safe}.jsonl"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        recs, counts = refine_vqa(d.records, judge, audit_log=log, concurrency=args.concurrency,
+                                  show_progress=False)
+        print(f"medrl eval: refined {d.name}: {counts} (audit log {log})", file=sys.stderr)
+        if not recs:
+            raise ValueError(f"refinement dropped every record of {d.name} (audit log {log})")
+        out.append(EvalDataset(d.name, recs, d.domain))
+    return out
+
+
+def _judge_images(args, protocols) -> bool:
+    """--judge-images / --no-judge-images when given; else on for the ``mrpo`` protocol with a
+    judge that can take images (MRPO App. H.1-H.2 show the judge the image), off otherwise."""
+    setting = getattr(args, "judge_images", None)
+    if setting is not None:
+        return bool(setting)
+    if "mrpo" in protocols:
+        from medrl.judges.factory import resolve_images
+
+        return resolve_images(args.judge, "auto")
+    return False
+
+
+def _judge_time_limits(args) -> dict:
+    """--judge-timeout / --judge-retry-budget for an openai: judge (the offline reference judge
+    makes no requests)."""
+    if not str(args.judge).strip().lower().startswith("openai"):
+        return {}
+    limits = {"timeout": getattr(args, "judge_timeout", 60.0)}
+    if getattr(args, "judge_retry_budget", None) is not None:
+        limits["retry_budget"] = args.judge_retry_budget
+    return limits
 
 
 def _open_only(args) -> bool:
@@ -257,8 +366,13 @@ def _apply_suite(args) -> None:
     if not present:
         raise ValueError(f"suite {args.suite!r}: none of its benchmarks is present under the data folder "
                          "(see docs/evaluation.md for where to get them)")
-    args.suite_specs = [s for s in present if s not in args.data]
-    args.data = list(args.data) + args.suite_specs
+    from medrl.data.benchmarks import _SUITE_FALLBACK, SUITE_OOD
+
+    ood = SUITE_OOD.get(args.suite, frozenset())
+    ood = ood | {_SUITE_FALLBACK[s] for s in ood if s in _SUITE_FALLBACK}
+    args.suite_specs = [s for s in present if s not in args.data and s not in (getattr(args, "ood", None) or [])]
+    args.data = list(args.data) + [s for s in args.suite_specs if s.partition(":")[0] not in ood]
+    args.ood = list(getattr(args, "ood", None) or []) + [s for s in args.suite_specs if s.partition(":")[0] in ood]
 
 
 def print_protocol_summary(metrics: dict) -> None:
@@ -268,11 +382,14 @@ def print_protocol_summary(metrics: dict) -> None:
         for name, d in metrics["datasets"].items():
             acc = d["metrics"].get("judge_binary", {})
             hss = d["metrics"].get("hss", {})
-            print(f"{name:28s} n={d['n']:4d}  accuracy={_pct(acc.get('mean'))}  HSS={_num(hss.get('mean'))}")
+            print(f"{name:28s} n={d['n']:4d}  accuracy={_pct(acc.get('mean'))}  HSS={_num(hss.get('mean'))}  "
+                  f"truncated={d.get('truncated', 0)}")
         return
     for pname, p in protos.items():
-        for ds, d in list(p["datasets"].items()) + [(f"macro[{s}]", {"metrics": m, "counted": ""})
-                                                      for s, m in p.get("macro", {}).items() if len(p["datasets"]) > 1]:
+        avg = p.get("average", "macro")
+        heads = p.get("headline", p.get("macro", {}))
+        for ds, d in list(p["datasets"].items()) + [(f"{avg}[{s}]", {"metrics": m, "counted": ""})
+                                                      for s, m in heads.items() if len(p["datasets"]) > 1]:
             cells = []
             for m in p["metrics"]:
                 c = d["metrics"].get(m["key"])
@@ -280,7 +397,8 @@ def print_protocol_summary(metrics: dict) -> None:
                     f = _pct if m["pct"] else _num
                     cells.append(f"{m['key']}={f(c['mean'])} [{f(c['low'])}, {f(c['high'])}]")
             n = f"n={d['counted']}" if d["counted"] != "" else ""
-            print(f"{'[' + pname + ']':10s} {ds:26s} {n:6s} {'  '.join(cells) or '-'}")
+            cut = f"  truncated={d['truncated']}" if d.get("truncated") else ""
+            print(f"{'[' + pname + ']':10s} {ds:26s} {n:6s} {'  '.join(cells) or '-'}{cut}")
 
 
 def _pct(v) -> str:

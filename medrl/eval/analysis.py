@@ -1,7 +1,7 @@
 """Reasoning-failure analysis: first failure point, failure accumulation, stages, paired runs.
 
 All functions here are pure (lists in, numbers/dicts out) and follow MRPO
-(000_20b05565d28598f4.txt):
+(arXiv 2606.31825):
 
 - Sec. 3: FFP = k/K for the first invalid step k (1-based) of K steps; FAR (Eq. 1) = failed
   steps after the first failure / all steps after the first failure. Fig. 1A: incorrect rate per
@@ -48,7 +48,7 @@ def first_failure_index(step_valid: Sequence[bool]) -> int | None:
 
 
 def first_failure_point(step_valid: Sequence[bool]) -> float | None:
-    """First Failure Point FFP = k/K (MRPO 000_20b05565d28598f4.txt, Sec. 3).
+    """First Failure Point FFP = k/K (MRPO, arXiv 2606.31825, Sec. 3).
 
     ``step_valid[j]`` is True when step j+1 is valid (R_proc = 1, MRPO Eq. 3). Returns None when
     no step fails, including the empty trace (callers count "no steps" separately).
@@ -60,7 +60,7 @@ def first_failure_point(step_valid: Sequence[bool]) -> float | None:
 
 
 def failure_accumulation_rate(step_valid: Sequence[bool]) -> float | None:
-    """Failure Accumulation Rate (MRPO 000_20b05565d28598f4.txt, Sec. 3, Eq. 1).
+    """Failure Accumulation Rate (MRPO, arXiv 2606.31825, Sec. 3, Eq. 1).
 
     FAR = #failed steps after the first failure / #steps after the first failure.
     Returns None when no step fails, and when the first failure is the last step (no steps

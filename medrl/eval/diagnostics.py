@@ -1,8 +1,8 @@
 """Training diagnostics: learning curves from logs and raw vs adaptive reward distributions.
 
-- MRPO (000_20b05565d28598f4.txt) App. G, Fig. 16-18: answer reward, reasoning process reward,
+- MRPO (arXiv 2606.31825) App. G, Fig. 16-18: answer reward, reasoning process reward,
   KL divergence and completion length over training steps.
-- ARMed (001_46ab1c0cc2c66f17.txt) Sec. "Reward Collapse", Fig. 3: the distribution (mean,
+- ARMed (arXiv 2508.12957) Sec. "Reward Collapse", Fig. 3: the distribution (mean,
   variance, histogram) of the raw semantic reward (BERTScore, cosine) against the adaptive one
   (Eq. 5-13); the paper reports raw BERTScore mean 0.986 / variance 0.029 and adaptive
   0.648 / 0.104. Variance here is the population variance (numpy ``var``, ddof 0); the paper
@@ -167,7 +167,7 @@ def load_reward_samples(path: str | Path, group_size: int = 8) -> dict[str, list
     """
     path = Path(path)
     if path.is_dir():
-        from medrl.eval.runner import load_run
+        from medrl.eval.scoring import load_run  # below the runner: no import circle
 
         rows = load_run(path)
         out: dict[str, list[list[float | None]]] = {}

@@ -30,23 +30,37 @@ modality and organ where the dataset has them. Closed/open is the dataset's own
 ``answer_type`` label when it has one (VQA-RAD test: 272 closed, 179 open, the split the
 VQA-RAD card and LLaVA-Med report), else
 :func:`medrl.rewards.correctness.is_closed_question`; a multiple-choice record is closed.
+Averages over datasets: macro (mean of the dataset means).
 
-``mrpo`` - MRPO (000_20b05565d28598f4.txt Sec. 5.1, App. C.1, H.1, H.2): open-ended questions
-only (papers' sense: not yes/no, not multiple choice); accuracy = the judge's O/X "good enough
-answer" verdict (App. H.1, prompt :func:`medrl.judges.prompts.answer_correct` with
-``answer_format="o_x"``; the image is attached when the judge takes images), plus step
-verification (App. H.2, :func:`medrl.judges.prompts.verify_steps`): the share of valid steps
-per output (a step is valid when gold_alignment or answer_contribution is 1, Eq. 3).
+``mrpo`` - MRPO (arXiv 2606.31825, Sec. 5.1, App. C.1, H.1, H.2): open-ended questions only
+(papers' sense: not yes/no, not multiple choice); accuracy = the judge's O/X verdict with App.
+H.1's acceptance criterion (the answer matches the reference or is a good enough answer to the
+question; prompt :func:`medrl.judges.prompts.answer_correct` with ``answer_format="o_x"``; the
+image is attached whenever the judge takes images), plus step verification (App. H.2,
+:func:`medrl.judges.prompts.verify_steps`): the share of valid steps per output (a step is
+valid when gold_alignment or answer_contribution is 1, Eq. 3). Table 2's "AVG" is the pooled
+(sample-weighted) accuracy over all benchmarks (:func:`medrl.eval.stats.pooled_average`: it
+reproduces the paper's 26.79 for Qwen2.5-VL-7B MRPO from the per-dataset accuracies and test
+sizes; the macro average gives 29.54), so ``average="pooled"``.
 
-``medix`` - MediX-R1 (003_d5d6a0d73a50ab79.txt Sec. 3, App. A.2-A.3): every question; the
+``medix`` - MediX-R1 (arXiv 2602.23363, Sec. 3, App. A.2-A.3, Table 2): every question; the
 judge sees only the final answer (reasoning stripped); short-form QA/MCQ get the binary JSON
 score (A.2, :func:`medrl.judges.prompts.grade` ``rubric="binary"``), long-form report items
 (``task == "report"`` or a reference of 30+ words) the 0-5 rubric (A.3, ``rubric="report"``).
+``score`` is the binary grade or the rubric divided by 5 (the paper's "optionally normalizing
+for comparability": Table 2 lists MIMIC-CXR report scores in [0, 1] beside accuracies); the
+paper's "AVG" is the macro mean of ``score`` over all benchmarks (0.610 for MediX-R1 from its 17
+columns), and Table 4 splits it into text-only and image+text benchmarks (scopes ``text`` and
+``vlm``: a dataset is text-only when none of its records has an image).
 
-``armed`` - ARMed (001_46ab1c0cc2c66f17.txt Sec. 4.1 "Evaluation Metrics", Eq. 15, Table 1):
-open-ended questions get the Hybrid Semantic Score (HSS = 0.25 BLEU-1 + 0.25 ROUGE-1 + 0.10
-BERTScore + 0.40 cosine) and the judged accuracy; multiple-choice questions get accuracy
-(exact option match); macro averages in-domain and out-of-domain, as Table 1 reports them.
+``armed`` - ARMed (arXiv 2508.12957, Sec. 4.1 "Evaluation Metric", Eq. 15, Table 1):
+multiple-choice questions get accuracy (exact option match); every other question - closed
+yes/no ones included, as the paper's closed questions are yes/no or short categorical - gets the
+Hybrid Semantic Score (HSS = 0.25 BLEU-1 + 0.25 ROUGE-1 + 0.10 BERTScore + 0.40 cosine).
+``score`` is the row's ARMed metric (HSS or accuracy); a dataset's score is its mean, and
+Table 1's "Avg." is the macro mean of the dataset scores, HSS and accuracy mixed (e.g. ARMed-R
+out-of-domain: (57.77 + 48.75 + 22.30) / 3 = 42.94), in-domain and out-of-domain. The judged
+accuracy of open questions is reported beside it (not in the paper).
 """
 
 from __future__ import annotations
@@ -195,6 +209,11 @@ class Protocol:
     groups: tuple[str, ...] = ()
     needs_text_metrics: bool = False
     open_only: bool = False
+    #: how the paper averages over datasets: "macro" (mean of dataset means) or "pooled"
+    #: (sample-weighted: the mean over every output of every dataset)
+    average: str = "macro"
+    #: the groups of datasets averaged: "in"/"out" (domain), "text"/"vlm" (images), "all"
+    scopes: tuple[str, ...] = ("in", "out", "all")
 
     def tasks(self, row: dict) -> set[str]:
         """Judge/score tasks this row needs under the protocol (subset of :data:`TASKS`)."""
@@ -250,21 +269,32 @@ def _medix_tasks(row: dict) -> set[str]:
 
 
 def _medix_values(row: dict) -> dict:
+    """MediX-R1 Sec. 3 "Scoring": the binary grade, or the 0-5 rubric; ``score`` puts both on
+    [0, 1] (rubric / 5) for the macro average over benchmarks (Table 2 "AVG")."""
     if is_report(row):
-        return {"rubric": _score(row, "judge_report")}
-    return {"accuracy": _score(row, "judge_binary")}
+        v = _score(row, "judge_report")
+        return {"rubric": v, "score": v if v is MISSING or v is None else float(v) / 5.0}
+    v = _score(row, "judge_binary")
+    return {"accuracy": v, "score": v}
 
 
 def _armed_tasks(row: dict) -> set[str]:
-    if choices_of(row) or not is_open_papers(row):
+    if choices_of(row):
         return {"exact"}
-    return {"text", "judge_answer"}
+    return {"text", "judge_answer"} if is_open_papers(row) else {"text"}
 
 
 def _armed_values(row: dict) -> dict:
-    if choices_of(row) or not is_open_papers(row):
-        return {"accuracy": _exact_value(row)}
-    return {"hss": _score(row, "hss"), "judged_accuracy": _score(row, "judge_answer")}
+    """ARMed Sec. 4.1: accuracy for multiple choice, HSS (Eq. 15) for every other question;
+    ``score`` is whichever applies (Table 1 averages them together)."""
+    if choices_of(row):
+        v = _exact_value(row)
+        return {"accuracy": v, "score": v}
+    hss = _score(row, "hss")
+    out = {"hss": hss, "score": hss}
+    if is_open_papers(row):
+        out["judged_accuracy"] = _score(row, "judge_answer")
+    return out
 
 
 STANDARD = _register(Protocol(
@@ -280,33 +310,39 @@ STANDARD = _register(Protocol(
 
 MRPO = _register(Protocol(
     name="mrpo",
-    paper="MRPO 000_20b05565d28598f4.txt Sec. 5.1, App. C.1, H.1 (O/X answer check), H.2 (step verification)",
-    description="open-ended questions only; judged O/X accuracy (with the image when the judge takes "
-                "images) and the share of valid reasoning steps (Eq. 3)",
+    paper="MRPO (Jung et al. 2026, arXiv 2606.31825) Sec. 5.1, App. C.1, H.1 (O/X answer check), "
+          "H.2 (step verification), Table 2 (pooled AVG)",
+    description="open-ended questions only; judged O/X accuracy, accepting an answer that matches the "
+                "reference or answers the question well enough (with the image when the judge takes "
+                "images), and the share of valid reasoning steps (Eq. 3); AVG pooled over all outputs",
     prompt="medrl.judges.prompts.answer_correct(answer_format='o_x') and medrl.judges.prompts.verify_steps",
     metrics=(Metric("accuracy", "Accuracy (%)"), Metric("valid_steps", "Valid steps (%)")),
-    main="accuracy", tasks_fn=_mrpo_tasks, values_fn=_mrpo_values, open_only=True,
+    main="accuracy", tasks_fn=_mrpo_tasks, values_fn=_mrpo_values, open_only=True, average="pooled",
 ))
 
 MEDIX = _register(Protocol(
     name="medix",
-    paper="MediX-R1 003_d5d6a0d73a50ab79.txt Sec. 3, App. A.2 (binary JSON) and A.3 (0-5 report rubric)",
-    description="binary JSON score for QA/MCQ, 0-5 rubric for reports; the judge sees the final answer "
-                "only (reasoning stripped)",
+    paper="MediX-R1 (Mullappilly et al. 2026, arXiv 2602.23363) Sec. 3, App. A.2 (binary JSON), A.3 "
+          "(0-5 report rubric), Tables 2 and 4 (macro AVG; text-only and image+text)",
+    description="binary JSON score for QA/MCQ, 0-5 rubric for reports (score = rubric / 5); the judge "
+                "sees the final answer only (reasoning stripped); macro AVG over benchmarks",
     prompt="medrl.judges.prompts.grade(rubric='binary'|'report')",
-    metrics=(Metric("accuracy", "Accuracy (%)"), Metric("rubric", "Report rubric (0-5)", pct=False)),
-    main="accuracy", tasks_fn=_medix_tasks, values_fn=_medix_values,
+    metrics=(Metric("score", "Score (x100)"), Metric("accuracy", "Accuracy (%)"),
+             Metric("rubric", "Report rubric (0-5)", pct=False)),
+    main="score", tasks_fn=_medix_tasks, values_fn=_medix_values, scopes=("text", "vlm", "all"),
 ))
 
 ARMED = _register(Protocol(
     name="armed",
-    paper="ARMed 001_46ab1c0cc2c66f17.txt Sec. 4.1, Eq. 15 (HSS), Table 1 (in-/out-of-domain)",
-    description="open questions: HSS and judged accuracy; closed and multiple-choice questions: "
-                "accuracy by exact match; macro in-domain / out-of-domain",
+    paper="ARMed (Liu et al. 2025, arXiv 2508.12957) Sec. 4.1, Eq. 15 (HSS), Table 1 (in-/out-of-domain Avg.)",
+    description="every question that is not multiple choice (closed yes/no included): HSS; multiple "
+                "choice: accuracy by exact option match; score = whichever applies, macro-averaged "
+                "in-domain / out-of-domain (HSS and accuracy mixed, as Table 1); judged accuracy of "
+                "open questions beside it",
     prompt="HSS: no judge (medrl.rewards.hss); judged accuracy: medrl.judges.prompts.answer_correct",
-    metrics=(Metric("hss", "HSS (x100)"), Metric("judged_accuracy", "Judged acc. open (%)"),
-             Metric("accuracy", "Acc. closed/MCQ (%)")),
-    main="hss", tasks_fn=_armed_tasks, values_fn=_armed_values, needs_text_metrics=True,
+    metrics=(Metric("score", "ARMed score (x100)"), Metric("hss", "HSS (x100)"),
+             Metric("accuracy", "Acc. MCQ (%)"), Metric("judged_accuracy", "Judged acc. open (%)")),
+    main="score", tasks_fn=_armed_tasks, values_fn=_armed_values, needs_text_metrics=True,
 ))
 
 
@@ -358,20 +394,39 @@ def _ci(values: list, **boot) -> dict:
     return ci
 
 
+def dataset_kind(rows: Sequence[dict]) -> str:
+    """"vlm" when any row of a dataset has an image, else "text" (MediX-R1 Table 4 splits its
+    benchmarks into text-only and image+text)."""
+    return "vlm" if any(r.get("images") for r in rows) else "text"
+
+
+def _in_scope(scope: str, d: dict) -> bool:
+    if scope == "all":
+        return True
+    if scope in ("in", "out"):
+        return d["domain"] == scope
+    return d["kind"] == scope
+
+
 def summarize_protocol(rows: Sequence[dict], name: str, *, n_boot: int = 1000, alpha: float = 0.05,
                        seed: int = 0) -> dict:
     """Metrics of one protocol over scored rows::
 
         {"protocol", "paper", "description", "prompt", "metrics": [{key, label, pct}], "main",
-         "datasets": {ds: {"n", "counted", "domain", "metrics": {key: {mean, low, high, n, unscored}},
-                           "groups": {"modality": {value: {key: {...}}}, "organ": {...}}}},
-         "macro": {"in"|"out"|"all": {key: {mean, low, high, n_groups, n, datasets}}}}
+         "average": "macro" | "pooled",
+         "datasets": {ds: {"n", "counted", "truncated", "domain", "kind", "metrics": {key: {mean, low,
+                           high, n, unscored}}, "groups": {"modality": {value: {key: {...}}}, ...}}},
+         "macro":  {scope: {key: {mean, low, high, n_groups, n, datasets}}},
+         "pooled": {scope: {key: {...}}},
+         "headline": {scope: {key: {...}}}}     # = macro or pooled, as the paper averages
 
-    ``counted``: rows the protocol scores (e.g. open-ended only under ``mrpo``). A metric's
-    ``unscored``: rows it applies to whose verdict is missing (outage, unparseable reply),
-    left out of the mean and counted, never taken as 0 or 1.
+    Scopes are the protocol's (``in``/``out``/``all``, or ``text``/``vlm``/``all`` for
+    ``medix``). ``counted``: rows the protocol scores (e.g. open-ended only under ``mrpo``);
+    ``truncated``: counted rows whose output was cut off at the generation limit (scored as they
+    are, i.e. usually wrong). A metric's ``unscored``: rows it applies to whose verdict is missing
+    (outage, unparseable reply), left out of the mean and counted, never taken as 0 or 1.
     """
-    from medrl.eval.stats import macro_mean_ci
+    from medrl.eval.stats import macro_mean_ci, pooled_mean_ci
 
     p = get_protocol(name)
     boot = {"n_boot": n_boot, "alpha": alpha, "seed": seed}
@@ -401,25 +456,30 @@ def summarize_protocol(rows: Sequence[dict], name: str, *, n_boot: int = 1000, a
                 per[value] = cell
             groups[g] = per
         datasets[ds] = {"n": len(items), "counted": sum(1 for _, m in items if m),
-                        "domain": items[0][0].get("domain", "in"), "metrics": metrics, "groups": groups}
-    macro: dict[str, dict] = {}
-    for scope in ("in", "out", "all"):
-        names = [n for n, d in datasets.items() if scope == "all" or d["domain"] == scope]
+                        "truncated": sum(1 for r, m in items if m and r.get("truncated") is True),
+                        "domain": items[0][0].get("domain", "in"), "kind": dataset_kind([r for r, _ in items]),
+                        "metrics": metrics, "groups": groups}
+    averages: dict[str, dict] = {"macro": {}, "pooled": {}}
+    for scope in p.scopes:
+        names = [n for n, d in datasets.items() if _in_scope(scope, d)]
         if not names:
             continue
-        scope_m = {}
-        for k in keys:
-            gs = {n: [m[k] for _, m in by_ds[n] if m.get(k) is not None] for n in names if k in datasets[n]["metrics"]}
-            gs = {n: v for n, v in gs.items() if v}
-            if gs:
-                mm = macro_mean_ci(gs, **boot)
-                mm["datasets"] = sorted(gs)
-                scope_m[k] = mm
-        if scope_m:
-            macro[scope] = scope_m
+        for how, fn in (("macro", macro_mean_ci), ("pooled", pooled_mean_ci)):
+            scope_m = {}
+            for k in keys:
+                gs = {n: [m[k] for _, m in by_ds[n] if m.get(k) is not None] for n in names
+                      if k in datasets[n]["metrics"]}
+                gs = {n: v for n, v in gs.items() if v}
+                if gs:
+                    mm = fn(gs, **boot)
+                    mm["datasets"] = sorted(gs)
+                    scope_m[k] = mm
+            if scope_m:
+                averages[how][scope] = scope_m
     return {"protocol": p.name, "paper": p.paper, "description": p.description, "prompt": p.prompt,
             "metrics": [{"key": m.key, "label": m.label, "pct": m.pct} for m in p.metrics], "main": p.main,
-            "datasets": datasets, "macro": macro}
+            "average": p.average, "datasets": datasets, "macro": averages["macro"], "pooled": averages["pooled"],
+            "headline": averages[p.average]}
 
 
 def summarize_protocols(rows: Sequence[dict], names: Sequence[str], **boot: Any) -> dict:
@@ -427,14 +487,18 @@ def summarize_protocols(rows: Sequence[dict], names: Sequence[str], **boot: Any)
     return {n: summarize_protocol(rows, n, **boot) for n in parse_protocols(list(names))}
 
 
+#: Metrics that are not a correct/wrong verdict (continuous scores, step shares, rubrics).
+_NOT_VERDICTS = ("hss", "score", "rubric", "valid_steps")
+
+
 def row_correct(row: dict, protocol: str = DEFAULT_PROTOCOL) -> bool | None:
-    """One correct/wrong verdict per output under ``protocol`` (its main accuracy metric), for
-    paired comparisons and FFP analyses; None when the row is not scored under it or unscored."""
+    """One correct/wrong verdict per output under ``protocol`` (its accuracy metric: ``accuracy``,
+    ``overall``, else ``judged_accuracy``), for paired comparisons and FFP analyses; None when the
+    row is not scored under it, has only a continuous score (HSS, rubric) or is unscored."""
     p = get_protocol(protocol)
     m = p.row_metrics(row)
-    key = next((k for k in (p.main, "accuracy", "overall") if k in m and k != "hss"), None)
-    if key is None:
-        key = next((mm.key for mm in p.metrics if mm.pct and mm.key in m and mm.key != "hss"), None)
+    key = next((k for k in (p.main, "accuracy", "overall", "judged_accuracy") if k in m and k not in _NOT_VERDICTS),
+               None)
     if key is None or m[key] is None:
         return None
     return bool(round(m[key]))

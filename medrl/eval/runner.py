@@ -15,13 +15,16 @@ unparseable verdict); the re-scored row is appended and the last row of a key wi
 (``outputs.jsonl`` is compacted when the stage ends). ``config.json`` stores the judge's identity
 (spec, endpoint, model, prompt version, image setting, :func:`medrl.judges.base.judge_identity`):
 resuming with another judge is refused unless ``rescore_unscored`` (then the new judge scores
-only what is still unscored, and ``config.json`` lists both judges). (MediX-R1 003_d5d6a0d73a50ab79.txt Sec. 3: generation, evaluation and scoring
-are separate stages, the full response is persisted per sample). :func:`rescore_run` re-scores
-a folder's saved generations with another judge without regenerating (MRPO
-000_20b05565d28598f4.txt App. B.2, cross-judge evaluation).
+only what is still unscored, and ``config.json`` lists both judges). (MediX-R1, arXiv
+2602.23363, Sec. 3: generation, evaluation and scoring are separate stages, the full response is
+persisted per sample). :func:`rescore_run` re-scores a folder's saved generations with another
+judge without regenerating (MRPO, arXiv 2606.31825, App. B.2, cross-judge evaluation).
 
 Generation is pluggable: ``generate_fn(records) -> list[str]`` (one output per record, same
-order); :func:`build_generate_fn` makes one from a model with :mod:`medrl.models` or vLLM.
+order); :func:`build_generate_fn` makes one from a model with :mod:`medrl.models` or vLLM. An
+output may be a :class:`Generation` (a ``str`` that also says how generation stopped): each
+generation row then carries ``truncated`` (:func:`medrl.eval.scoring.is_truncated`), counted
+per dataset and in the report.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from medrl.eval.scoring import base_row, missing_scores, score_rows, summarize_scores
+from medrl.eval.scoring import base_row, is_truncated, missing_scores, score_rows, summarize_scores
 from medrl.jsonl import append_jsonl, read_jsonl, write_jsonl
 from medrl.judges.base import judge_identity
 from medrl.text import clean_obj, clean_text
@@ -52,6 +55,38 @@ class EvalDataset:
     name: str
     records: list
     domain: str = "in"
+
+
+class Generation(str):
+    """A generated output (it *is* the text) plus how generation stopped: ``n_tokens`` (new
+    tokens), ``max_new_tokens`` (the limit) and/or ``finish_reason`` ("length" when the limit cut
+    it, vLLM's convention). Compares and serialises as the plain text."""
+
+    n_tokens: int | None
+    max_new_tokens: int | None
+    finish_reason: str | None
+
+    def __new__(cls, text: str, *, n_tokens: int | None = None, max_new_tokens: int | None = None,
+                finish_reason: str | None = None):
+        obj = super().__new__(cls, text)
+        obj.n_tokens, obj.max_new_tokens, obj.finish_reason = n_tokens, max_new_tokens, finish_reason
+        return obj
+
+    @property
+    def truncated(self) -> bool | None:
+        return is_truncated(str(self), n_tokens=self.n_tokens, max_new_tokens=self.max_new_tokens,
+                            finish_reason=self.finish_reason)
+
+
+def _generation_row(rec: Any, ds: "EvalDataset", out: Any) -> dict:
+    text = clean_text(str(out))
+    row = base_row(rec, ds.name, ds.domain, text)
+    row["truncated"] = is_truncated(text, n_tokens=getattr(out, "n_tokens", None),
+                                    max_new_tokens=getattr(out, "max_new_tokens", None),
+                                    finish_reason=getattr(out, "finish_reason", None))
+    if getattr(out, "n_tokens", None) is not None:
+        row["n_tokens"] = int(out.n_tokens)
+    return row
 
 
 class EvalFolderMismatch(ValueError):
@@ -167,8 +202,7 @@ def generate_stage(datasets: Sequence[EvalDataset], generate_fn: GenerateFn, out
             outs = generate_fn([rec for _, rec in batch])
             if len(outs) != len(batch):
                 raise ValueError(f"generate_fn returned {len(outs)} outputs for {len(batch)} records")
-            rows = [base_row(rec, ds.name, ds.domain, clean_text(out if isinstance(out, str) else str(out)))
-                    for (ds, rec), out in zip(batch, outs)]
+            rows = [_generation_row(rec, ds, out) for (ds, rec), out in zip(batch, outs)]
             _append_rows(path, rows)
             for r in rows:
                 done[r["key"]] = r
@@ -307,7 +341,51 @@ def load_run(run_dir: str | Path) -> list[dict]:
 
 
 # --------------------------------------------------------------------------- generation
-def build_generate_fn(model: str, *, backend: str = "hf", max_new_tokens: int = 512, temperature: float = 0.0,
+#: Evaluation length when the model folder does not say how long it was trained to write.
+DEFAULT_MAX_NEW_TOKENS = 1024
+
+
+def trained_completion_length(model: str | Path) -> tuple[int | None, str | None]:
+    """The completion length a medrl run trained the model with: ``recipe.grpo.max_completion_length``
+    (the last stage that sets it, for a multi-stage recipe) in the ``config.yaml`` that ``medrl
+    train`` writes into its run folder - the model folder itself or a parent (a checkpoint folder).
+    Returns ``(length, path of the config)`` or ``(None, None)`` for a hub id or a foreign folder."""
+    import yaml
+
+    p = Path(model)
+    if not p.is_dir():
+        return None, None
+    for folder in (p, *list(p.resolve().parents)[:2]):
+        cfg = folder / "config.yaml"
+        if not cfg.is_file():
+            continue
+        try:
+            data = yaml.safe_load(cfg.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ValueError(f"{cfg}: cannot read the training config ({exc}); pass --max-new-tokens") from None
+        recipe = data.get("recipe") if isinstance(data, dict) else None
+        if not isinstance(recipe, dict):
+            continue
+        found = None
+        for section in [recipe] + [st for st in (recipe.get("stages") or []) if isinstance(st, dict)]:
+            v = (section.get("grpo") or {}).get("max_completion_length") if isinstance(section.get("grpo"), dict) else None
+            if v:
+                found = int(v)
+        if found:
+            return found, str(cfg)
+    return None, None
+
+
+def default_max_new_tokens(model: str | Path) -> tuple[int, str]:
+    """``(max_new_tokens, where it came from)``: the trained completion length
+    (:func:`trained_completion_length`), else :data:`DEFAULT_MAX_NEW_TOKENS`."""
+    n, src = trained_completion_length(model)
+    if n:
+        return n, f"grpo.max_completion_length in {src}"
+    return DEFAULT_MAX_NEW_TOKENS, "default (the model folder names no training completion length)"
+
+
+def build_generate_fn(model: str, *, backend: str = "hf", max_new_tokens: int = 1024, temperature: float = 0.0,
                       batch_size: int = 8, prompt_style: str = "think_answer") -> GenerateFn:
     """``generate_fn`` for a model folder or hub id.
 
@@ -320,11 +398,15 @@ def build_generate_fn(model: str, *, backend: str = "hf", max_new_tokens: int = 
         from medrl.models import generate, load_policy
 
         policy, processor = load_policy(model)
+        tok = getattr(processor, "tokenizer", processor)
 
         def hf_generate(records: Sequence[Any]) -> list[str]:
-            return generate(policy, processor, list(records), max_new_tokens=max_new_tokens,
-                            temperature=temperature, batch_size=batch_size, prompt_style=prompt_style,
-                            progress=False)
+            texts = generate(policy, processor, list(records), max_new_tokens=max_new_tokens,
+                             temperature=temperature, batch_size=batch_size, prompt_style=prompt_style,
+                             progress=False)
+            # new-token count of each output, re-tokenised (to tell a cut-off output, is_truncated)
+            return [Generation(t, n_tokens=len(tok(t, add_special_tokens=False)["input_ids"]),
+                               max_new_tokens=max_new_tokens) for t in texts]
 
         return hf_generate
     if backend == "vllm":
@@ -367,6 +449,8 @@ def _vllm_generate_fn(model: str, *, max_new_tokens: int, temperature: float, pr
     def vllm_generate(records: Sequence[Any]) -> list[str]:
         convs = [to_openai(*to_chat(r, prompt_style)) for r in records]
         results = llm.chat(convs, params, use_tqdm=False)
-        return [r.outputs[0].text for r in results]
+        return [Generation(r.outputs[0].text, n_tokens=len(r.outputs[0].token_ids),
+                           max_new_tokens=max_new_tokens, finish_reason=r.outputs[0].finish_reason)
+                for r in results]
 
     return vllm_generate

@@ -1,7 +1,7 @@
 """Score saved outputs: judged accuracy, MediX-R1 rubric, step verification, HSS and overlap metrics.
 
-Protocol (MediX-R1 003_d5d6a0d73a50ab79.txt, Sec. 3 and App. A.2-A.3; MRPO
-000_20b05565d28598f4.txt, Sec. 5.1 and App. B.2):
+Protocol (MediX-R1, arXiv 2602.23363, Sec. 3 and App. A.2-A.3; MRPO, arXiv 2606.31825, Sec. 5.1
+and App. B.2):
 
 - The judge sees only the final answer, never the reasoning: the ``<answer>`` block when there
   is one, otherwise the text after the last ``</think>``, otherwise the whole output
@@ -19,8 +19,10 @@ Protocol (MediX-R1 003_d5d6a0d73a50ab79.txt, Sec. 3 and App. A.2-A.3; MRPO
   output is excluded from that metric and counted, never taken as 0 or 1.
 - Step verification (MRPO Eq. 3, Sec. 3) rates every reasoning step of an output in one call;
   its verdicts feed :mod:`medrl.eval.analysis` (FFP/FAR).
-- Text metrics: ROUGE-1, BLEU-1, BERTScore F1, embedding cosine and HSS (ARMed
-  001_46ab1c0cc2c66f17.txt Eq. 15) via :func:`medrl.rewards.hss.hss_batch`.
+- Text metrics: ROUGE-1, BLEU-1, BERTScore F1, embedding cosine and HSS (ARMed, arXiv
+  2508.12957, Eq. 15) via :func:`medrl.rewards.hss.hss_batch`.
+- Truncation: an output cut off at the generation limit (no closing answer tag,
+  :func:`is_truncated`) keeps its scores and is counted per dataset (``truncated``).
 
 Because the scores depend only on the saved rows, a run can be re-scored with another judge
 without regenerating (cross-judge evaluation, MRPO App. B.2).
@@ -43,9 +45,29 @@ SCORE_KEYS = ("judge_binary", "judge_report", "judge_answer", "exact") + TEXT_ME
 
 
 def is_empty_answer(prediction: str) -> bool:
-    """MediX-R1 R_llm guard (003_d5d6a0d73a50ab79.txt, Sec. 2.3): after stripping '.' and spaces,
+    """MediX-R1 R_llm guard (arXiv 2602.23363, Sec. 2.3): after stripping '.' and spaces,
     an empty or one-character answer is wrong without asking the judge."""
     return len(prediction.replace(".", "").strip()) <= 1
+
+
+_CLOSE_ANSWER = re.compile(r"<\s*/\s*answer\s*>", re.IGNORECASE)
+
+
+def is_truncated(output: str, *, n_tokens: int | None = None, max_new_tokens: int | None = None,
+                 finish_reason: str | None = None) -> bool | None:
+    """Was an output cut off by the generation limit? True when it has no closing ``</answer>``
+    tag and generation stopped at the limit: the backend says so (vLLM ``finish_reason ==
+    "length"``), or its token count is within one token of ``max_new_tokens`` (the count of the
+    decoded text re-tokenised can differ from the generated ids by a merge). None when nothing
+    is known about how generation stopped (plain-string outputs). Such outputs are scored as
+    they are (usually wrong) and counted in their own column."""
+    if _CLOSE_ANSWER.search(output or ""):
+        return False
+    if finish_reason is not None:
+        return finish_reason == "length"
+    if n_tokens is None or not max_new_tokens:
+        return None
+    return int(n_tokens) >= int(max_new_tokens) - 1
 
 
 def judged_answer(row: dict) -> str:
@@ -195,7 +217,7 @@ async def _grade(row: dict, judge: Any, rubric: str) -> None:
     key = f"judge_{rubric}"
     pred = judged_answer(row)
     # the shared guard (medrl.answer_guard); option labels and one-character counts ("B", "2") go
-    # on to the judge (MediX-R1 003_ App. A.2), never an automatic 0
+    # on to the judge (MediX-R1 App. A.2), never an automatic 0
     why = guard_answer(pred, row["reference"], question=row["question"], allow_one_char=True,
                        long_form=rubric != "binary")
     if why:
@@ -277,8 +299,8 @@ def summarize_scores(rows: Sequence[dict], *, n_boot: int = 1000, alpha: float =
     Table 2 reports per-benchmark accuracy and their average (AVG). Unscored values (None) are
     left out of a metric and counted under ``unscored``. Returns::
 
-        {"datasets": {name: {"n", "domain", "well_formed", "metrics": {key: {mean, low, high, n,
-                      unscored}}, "steps": {...}}},
+        {"datasets": {name: {"n", "domain", "well_formed", "truncated", "truncation_known",
+                      "metrics": {key: {mean, low, high, n, unscored}}, "steps": {...}}},
          "macro": {"in": {key: {...}}, "out": {...}, "all": {...}},
          "protocols": {name: medrl.eval.protocols.summarize_protocol(...)}}   # when protocols given
     """
@@ -305,6 +327,8 @@ def summarize_scores(rows: Sequence[dict], *, n_boot: int = 1000, alpha: float =
             "n": len(rs),
             "domain": rs[0].get("domain", "in"),
             "well_formed": sum(1 for r in rs if r.get("well_formed")) / len(rs),
+            "truncated": sum(1 for r in rs if r.get("truncated") is True),
+            "truncation_known": sum(1 for r in rs if r.get("truncated") is not None),
             "metrics": metrics,
             "steps": {
                 "mean_steps": sum(n_steps) / len(rs),
@@ -372,6 +396,22 @@ def output_correct(row: dict, protocol: str | None = None) -> bool | None:
             v = scores[key]
             return None if v is None else bool(round(float(v)))
     return row_correct(row, "standard")
+
+
+def stored_protocols(run_dir) -> list[str]:
+    """The eval protocols an eval folder was scored under (``config.json["protocols"]``; ``[]``
+    for a folder written before protocols were stored, or without a config)."""
+    import json
+    from pathlib import Path
+
+    path = Path(run_dir) / "config.json"
+    if not path.is_file():
+        return []
+    try:
+        cfg = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: not a readable eval config ({exc})") from None
+    return [str(p) for p in (cfg.get("protocols") or [])]
 
 
 def load_run(run_dir) -> list[dict]:

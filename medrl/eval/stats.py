@@ -3,16 +3,21 @@
 - :func:`mean_ci`: percentile bootstrap (Efron and Tibshirani 1993) of a mean, computed with
   :func:`scipy.stats.bootstrap` (``method="percentile"``): resample the per-output scores with
   replacement ``n_boot`` times and take the ``alpha/2`` and ``1 - alpha/2`` quantiles.
-- :func:`macro_mean_ci`: the same for a macro average over datasets; the resampling is
-  stratified (SciPy resamples every sample on its own when ``paired=False``), so every replicate
-  keeps the datasets' sizes. The papers report plain per-benchmark means and their average
-  (e.g. MRPO 000_20b05565d28598f4.txt Table 2 "AVG"); the intervals are this project's addition.
+- :func:`macro_mean_ci`: the same for a macro average over datasets (the mean of the dataset
+  means); the resampling is stratified (SciPy resamples every sample on its own when
+  ``paired=False``), so every replicate keeps the datasets' sizes. ARMed (arXiv 2508.12957)
+  Table 1 "Avg." and MediX-R1 (arXiv 2602.23363) Table 2 "AVG" are macro averages.
+- :func:`pooled_mean_ci`: the sample-weighted (pooled) average over datasets, i.e. the mean over
+  every scored output of every dataset, with the same stratified bootstrap. MRPO (arXiv
+  2606.31825) Table 2 "AVG" is pooled: from its per-dataset accuracies and test sizes the pooled
+  value reproduces the paper's 26.79 for Qwen2.5-VL-7B MRPO, the macro one gives 29.54
+  (:func:`pooled_average`, :func:`macro_average`). The intervals are this project's addition.
 - :func:`paired_comparison`: two runs scored correct/wrong on the *same* inputs. McNemar's exact
   test (McNemar 1947; :func:`statsmodels.stats.contingency_tables.mcnemar` with ``exact=True``:
   a two-sided binomial test on the discordant pairs) and a paired percentile bootstrap interval
   of the accuracy difference (inputs resampled jointly, ``paired=True``).
 - :func:`paired_mean_diff`: the same for a continuous score such as HSS (ARMed
-  001_46ab1c0cc2c66f17.txt Eq. 15): paired bootstrap interval of the mean difference and the
+  arXiv 2508.12957 Eq. 15): paired bootstrap interval of the mean difference and the
   Wilcoxon signed-rank p-value (:func:`scipy.stats.wilcoxon`).
 
 Two runs' independent intervals can overlap while the paired difference is clearly non-zero
@@ -83,6 +88,50 @@ def macro_mean_ci(
         return (np.sum([np.mean(s, axis=axis) for s in samples], axis=0) + fixed) / k
 
     lo, hi = _percentile_ci(varying, macro, n_boot, alpha, seed, paired=False)
+    return {"mean": m, "low": lo, "high": hi, "n_groups": len(arrays), "n": n}
+
+
+def macro_average(means: Sequence[float]) -> float:
+    """Mean of per-dataset means (ARMed Table 1 "Avg.", MediX-R1 Table 2 "AVG")."""
+    vals = [float(m) for m in means]
+    if not vals:
+        raise ValueError("macro_average: no dataset means")
+    return sum(vals) / len(vals)
+
+
+def pooled_average(means: Sequence[float], sizes: Sequence[int]) -> float:
+    """Sample-weighted average sum(n_d * m_d) / sum(n_d) of per-dataset means ``m_d`` over ``n_d``
+    scored outputs: the mean over all outputs pooled (MRPO Table 2 "AVG")."""
+    if len(means) != len(sizes):
+        raise ValueError(f"pooled_average: {len(means)} means but {len(sizes)} sizes")
+    total = sum(int(n) for n in sizes)
+    if total <= 0 or any(int(n) < 0 for n in sizes):
+        raise ValueError(f"pooled_average: sizes must be >= 0 with a positive total, got {list(sizes)}")
+    return sum(float(m) * int(n) for m, n in zip(means, sizes)) / total
+
+
+def pooled_mean_ci(
+    groups: Mapping[str, Sequence[float]], n_boot: int = 1000, alpha: float = 0.05, seed: int = 0
+) -> dict:
+    """Pooled (sample-weighted) average over datasets with a stratified percentile bootstrap CI
+    (each replicate resamples every dataset within itself, so dataset sizes are kept).
+
+    Returns ``{"mean", "low", "high", "n_groups", "n"}`` like :func:`macro_mean_ci`."""
+    arrays = [np.asarray(list(v), dtype=float) for v in groups.values()]
+    arrays = [a for a in arrays if a.size]
+    if not arrays:
+        return {"mean": None, "low": None, "high": None, "n_groups": 0, "n": 0}
+    n = int(sum(a.size for a in arrays))
+    m = float(sum(a.sum() for a in arrays) / n)
+    if n_boot <= 0 or all(a.size < 2 for a in arrays):
+        return {"mean": m, "low": m, "high": m, "n_groups": len(arrays), "n": n}
+    fixed = sum(float(a[0]) for a in arrays if a.size < 2)
+    varying = tuple(a for a in arrays if a.size >= 2)
+
+    def pooled(*samples, axis=-1):
+        return (np.sum([np.sum(s, axis=axis) for s in samples], axis=0) + fixed) / n
+
+    lo, hi = _percentile_ci(varying, pooled, n_boot, alpha, seed, paired=False)
     return {"mean": m, "low": lo, "high": hi, "n_groups": len(arrays), "n": n}
 
 

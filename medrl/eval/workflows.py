@@ -67,14 +67,24 @@ def eval_report(out_dir: Path, rows: Sequence[dict], metrics: dict) -> tuple[Pat
         rep.heading("All per-output scores")
     else:
         rep.heading("Per dataset")
-    header = ["Dataset", "Domain", "N", "Well-formed (%)"] + [_METRIC_NAMES[k] for k in keys] + ["Unscored by judge"]
+    header = (["Dataset", "Domain", "N", "Well-formed (%)", "Truncated"] + [_METRIC_NAMES[k] for k in keys]
+              + ["Unscored by judge"])
     body = []
     for name, d in metrics["datasets"].items():
         unscored = sum(d["metrics"][k]["unscored"] for k in ("judge_binary", "judge_report", "judge_answer")
                        if k in d["metrics"])
-        body.append([name, d["domain"], d["n"], fmt(d["well_formed"], pct=True)]
+        truncated = d.get("truncated", 0) if d.get("truncation_known", 1) else "?"
+        body.append([name, d["domain"], d["n"], fmt(d["well_formed"], pct=True), truncated]
                     + [ci_cell(d["metrics"].get(k), k in _PCT_KEYS) for k in keys] + [unscored])
-    rep.table(header, body, "Unscored judge verdicts are excluded from the metric they affect and counted here.")
+    rep.table(header, body, "Truncated: outputs cut off at the generation limit "
+              f"({cfg.get('generation', {}).get('max_new_tokens', '?')} new tokens) with no closing answer tag; "
+              "they are scored as they are (usually wrong) - raise --max-new-tokens if there are many "
+              "(? = the generator did not say how it stopped). Unscored judge verdicts are excluded from the "
+              "metric they affect and counted here.")
+    if any(d.get("truncated") for d in metrics["datasets"].values()):
+        n_cut = sum(d.get("truncated", 0) for d in metrics["datasets"].values())
+        rep.paragraph(f"{n_cut} output(s) hit the generation limit before closing their answer; see the "
+                      "Truncated column.", note=True)
     if metrics.get("macro"):
         rep.heading("Macro averages")
         scope_name = {"in": "In-domain", "out": "Out-of-domain", "all": "All datasets"}
@@ -111,7 +121,10 @@ def eval_report(out_dir: Path, rows: Sequence[dict], metrics: dict) -> tuple[Pat
 
 
 _GROUP_NAMES = {"modality": "modality", "organ": "organ / location"}
-_SCOPE_NAMES = {"in": "In-domain", "out": "Out-of-domain", "all": "All datasets"}
+_SCOPE_NAMES = {"in": "In-domain", "out": "Out-of-domain", "all": "All datasets", "text": "Text-only",
+                "vlm": "Image + text"}
+_AVERAGE_NAMES = {"macro": "macro (mean of the dataset means)",
+                  "pooled": "pooled (sample-weighted: mean over every output of every dataset)"}
 
 
 def _protocol_sections(rep: Report, protocols: dict, fig_dir: Path, judge_images: bool = False) -> None:
@@ -124,15 +137,17 @@ def _protocol_sections(rep: Report, protocols: dict, fig_dir: Path, judge_images
         rep.heading(f"Protocol `{name}`: {p['description']}")
         rep.paragraph(f"Paper: {p['paper']}. Judge prompt: {p['prompt']}. Cells: mean [95% bootstrap CI].")
         if name == "mrpo" and not judge_images:
-            rep.paragraph("MRPO's judge saw the image (App. H.1-H.2); this judge read text only "
-                          "(use an openai: judge with --judge-images to match).", note=True)
+            rep.paragraph("MRPO's judge saw the image (App. H.1-H.2); this judge read text only (an openai: "
+                          "judge on a vision-language endpoint gets the images by default under --protocol mrpo; "
+                          "--no-judge-images turns that off).", note=True)
         body = []
         for ds, d in p["datasets"].items():
             unscored = sum(c.get("unscored", 0) for c in d["metrics"].values())
-            body.append([ds, d["domain"], d["n"], d["counted"]]
+            body.append([ds, d["domain"], d["n"], d["counted"], d.get("truncated", 0)]
                         + [ci_cell(d["metrics"].get(m["key"]), m["pct"]) for m in ms] + [unscored])
-        rep.table(["Dataset", "Domain", "N", "Scored"] + [m["label"] for m in ms] + ["Unscored"], body,
-                  "Scored: outputs this protocol counts (mrpo and armed's HSS: open-ended questions only). "
+        rep.table(["Dataset", "Domain", "N", "Scored", "Truncated"] + [m["label"] for m in ms] + ["Unscored"], body,
+                  "Scored: outputs this protocol counts (mrpo: open-ended questions only). Truncated: scored "
+                  "outputs cut off at the generation limit with no closing answer tag (scored as they are). "
                   "Unscored judge verdicts are left out of the mean and counted.")
         if bars and any(c.get("mean") is not None for _, c in bars):
             fig = plots.accuracy_bars([b for b, _ in bars], [c.get("mean") for _, c in bars],
@@ -141,10 +156,16 @@ def _protocol_sections(rep: Report, protocols: dict, fig_dir: Path, judge_images
                                       title=f"{name}: per dataset (95% bootstrap CI)")
             rep.figure(fig, f"Protocol {name}: {', '.join(m['label'] for m in ms if m['pct'])} per dataset.")
         if len(p["datasets"]) > 1 and p.get("macro"):
-            rep.table(["Scope", "Datasets"] + [m["label"] for m in ms],
-                      [[_SCOPE_NAMES[sc], ", ".join(sorted({n for c in mm.values() for n in c.get("datasets", [])}))]
-                       + [ci_cell(mm.get(m["key"]), m["pct"]) for m in ms] for sc, mm in p["macro"].items()],
-                      f"{name}: mean of the dataset means; CI from a stratified bootstrap.")
+            paper_avg = p.get("average", "macro")
+            avg_rows = []
+            for how in (paper_avg, "pooled" if paper_avg == "macro" else "macro"):
+                for sc, mm in (p.get(how) or {}).items():
+                    avg_rows.append([_SCOPE_NAMES.get(sc, sc), how + (" (paper)" if how == paper_avg else ""),
+                                     ", ".join(sorted({n for c in mm.values() for n in c.get("datasets", [])}))]
+                                    + [ci_cell(mm.get(m["key"]), m["pct"]) for m in ms])
+            rep.table(["Scope", "Average", "Datasets"] + [m["label"] for m in ms], avg_rows,
+                      f"{name}: the paper's average is {_AVERAGE_NAMES[paper_avg]}; the other is shown for "
+                      "comparison. CIs from a stratified bootstrap.")
         for ds, d in p["datasets"].items():
             for g, per in d.get("groups", {}).items():
                 if len(per) < 2:
@@ -163,7 +184,12 @@ def per_output(rows: Sequence[dict], protocol: str | None = None) -> list[dict]:
     out = []
     for r in rows:
         flags = step_valid_flags(r)
-        item = {"key": r["key"], "dataset": r.get("dataset"), "correct": output_correct(r, protocol),
+        correct, source = output_correct(r, protocol), protocol or "default"
+        if protocol == "mrpo" and "judge_answer" not in (r.get("scores") or {}):
+            # an eval scored without the judged answer decision (e.g. MediX-R1's grade only): fall back
+            # to the default verdict and count it, rather than leave every output unscored
+            correct, source = output_correct(r, None), "fallback"
+        item = {"key": r["key"], "dataset": r.get("dataset"), "correct": correct, "correct_from": source,
                 "n_steps": len(r.get("steps") or []), "ffp": None, "far": None, "stage": None}
         if flags is None:
             item["status"] = "unverified"
@@ -194,6 +220,7 @@ def ffp_far_tables(items: Sequence[dict]) -> dict:
         "status": status,
         "far_undefined_last_step": sum(1 for i in ok if i["ffp"] is not None and i["far"] is None),
         "correct_unscored": sum(1 for i in ok if i["correct"] is None),
+        "correct_fallback": sum(1 for i in ok if i.get("correct_from") == "fallback"),
         "incorrect_rate_by_ffp_bin": A.incorrect_rate_by_ffp_bin(ffps, correct, 0.1),
         "no_ffp_incorrect_rate": _rate([not c for f, c in zip(ffps, correct) if f is None and c is not None]),
         "far_by_ffp_bin": A.far_by_ffp_bin(ffps, fars, correct, 0.2),
@@ -210,31 +237,76 @@ def _run_name(run_dir: Path) -> str:
     return run_dir.resolve().name
 
 
-def _ensure_verified(rows: list[dict], judge: Any, cache: Path) -> list[dict]:
-    """Verify the steps of rows that lack verdicts with ``judge`` (resumable cache file)."""
+def _ensure_verified(rows: list[dict], judge: Any, cache: Path, protocol: str | None = None) -> list[dict]:
+    """Verify the steps of rows that lack verdicts with ``judge`` (resumable cache file); under
+    ``protocol="mrpo"`` also score the MRPO answer decision (``judge_answer``) of rows that lack it."""
     from medrl.eval.scoring import score_rows
     from medrl.jsonl import append_jsonl
 
+    want_answer = protocol == "mrpo"
+
+    def lacks(r: dict) -> bool:
+        return r.get("step_verdicts") is None or (want_answer and (r.get("scores") or {}).get("judge_answer") is None)
+
     done = {r["key"]: r for r in read_jsonl(cache, repair=True)}
-    todo = [r for r in rows if r.get("step_verdicts") is None and r["key"] not in done]
+    todo = [r for r in rows if lacks(r) and r["key"] not in done]
     for i in range(0, len(todo), 32):
         chunk = todo[i : i + 32]
-        scored = score_rows(chunk, judge, rubrics=(), verify_steps=True, text_metrics=False)
-        keep = [{"key": s["key"], "steps": s["steps"], "step_verdicts": s["step_verdicts"]} for s in scored]
+        scored = score_rows(chunk, judge, rubrics=(), verify_steps=True, text_metrics=False,
+                            protocols=["mrpo"] if want_answer else ())
+        keep = [{"key": s["key"], "steps": s["steps"], "step_verdicts": s["step_verdicts"],
+                 "judge_answer": s["scores"].get("judge_answer")} for s in scored]
         append_jsonl(cache, keep)
         done.update({k["key"]: k for k in keep})
-    return [({**r, **{k: done[r["key"]][k] for k in ("steps", "step_verdicts")}} if r["key"] in done else r)
-            for r in rows]
+    out = []
+    for r in rows:
+        if r["key"] not in done:
+            out.append(r)
+            continue
+        d = done[r["key"]]
+        new = {**r, "steps": d["steps"], "step_verdicts": d["step_verdicts"]}
+        if d.get("judge_answer") is not None and (r.get("scores") or {}).get("judge_answer") is None:
+            new["scores"] = {**(r.get("scores") or {}), "judge_answer": d["judge_answer"]}
+        out.append(new)
+    return out
+
+
+#: FFP/FAR is MRPO's analysis: by default it reads correctness with MRPO's criterion (App. H.1,
+#: the ``mrpo`` protocol) on open-ended questions only (Sec. 3 analyses open-ended VQA).
+FFP_PROTOCOL = "mrpo"
+
+
+def ffp_protocol(run_dir: str | Path, explicit: str | None = None) -> tuple[str, str]:
+    """``(protocol, note)`` the FFP/FAR analysis of an eval folder uses: ``explicit`` when given,
+    else :data:`FFP_PROTOCOL`; the note says whether the eval was scored under it (read from the
+    protocols stored in the folder's config.json)."""
+    from medrl.eval.scoring import stored_protocols
+
+    if explicit:
+        return explicit, f"correctness from the {explicit!r} protocol (--protocol)"
+    stored = stored_protocols(run_dir)
+    if FFP_PROTOCOL in stored:
+        return FFP_PROTOCOL, "correctness with MRPO's answer criterion (App. H.1); the eval was scored under 'mrpo'"
+    return FFP_PROTOCOL, ("correctness with MRPO's answer criterion (App. H.1) read from the judged answer "
+                          f"decision; the eval was scored under {stored or 'no stored protocol'}, not 'mrpo': "
+                          "rescore it with `medrl eval --rescore ... --protocol mrpo` (or pass --judge here) for "
+                          "the O/X prompt of App. H.1")
 
 
 def analyze_runs(run_dirs: Sequence[str | Path], out_dir: str | Path, *, judge: Any = None,
-                 names: Sequence[str] | None = None, protocol: str | None = None) -> dict:
+                 names: Sequence[str] | None = None, protocol: str | None = None,
+                 include_closed: bool = False) -> dict:
     """FFP/FAR analysis of one or more eval folders (MRPO Sec. 3, 5.3; Fig. 1, 3, 4).
 
-    With ``judge``, outputs without step verdicts are verified first (cached in
+    Correctness: ``protocol`` when given, else MRPO's criterion (:func:`ffp_protocol`; the
+    protocols the eval stored are read from its config.json and named in the report). Rows that
+    are not open-ended in the papers' sense (yes/no, multiple choice) are left out unless
+    ``include_closed`` (MRPO Sec. 3 analyses open-ended VQA). With ``judge``, outputs without step
+    verdicts (and, under ``mrpo``, without the answer decision) are scored first (cached in
     ``<out>/verified_<run>.jsonl``). Writes ``analysis.json``, ``per_output_<run>.jsonl``,
     figures and ``report.md``/``report.html`` into ``out_dir``; returns the tables per run.
     """
+    from medrl.eval.protocols import is_open_papers
     from medrl.eval.scoring import load_run
 
     out_dir = Path(out_dir)
@@ -244,14 +316,20 @@ def analyze_runs(run_dirs: Sequence[str | Path], out_dir: str | Path, *, judge: 
     names = list(names) if names else [_run_name(d) for d in run_dirs]
     if len(set(names)) != len(names):
         names = [f"{n}#{i + 1}" for i, n in enumerate(names)]
-    tables, items_by_run = {}, {}
+    tables, items_by_run, criteria = {}, {}, {}
     for name, d in zip(names, run_dirs):
         rows = load_run(d)
+        used, note = ffp_protocol(d, protocol)
+        n_all = len(rows)
+        if not include_closed:
+            rows = [r for r in rows if is_open_papers(r)]
+        criteria[name] = {"protocol": used, "note": note, "rows": n_all, "closed_left_out": n_all - len(rows)}
         if judge is not None:
-            rows = _ensure_verified(rows, judge, out_dir / f"verified_{_safe(name)}.jsonl")
-        items = per_output(rows, protocol)
+            rows = _ensure_verified(rows, judge, out_dir / f"verified_{_safe(name)}.jsonl", used)
+        items = per_output(rows, used)
         items_by_run[name] = items
         tables[name] = ffp_far_tables(items)
+        tables[name]["criterion"] = criteria[name]
         write_jsonl(out_dir / f"per_output_{_safe(name)}.jsonl", items)
     _write_json(out_dir / "analysis.json", {"runs": {n: str(d) for n, d in zip(names, run_dirs)}, "tables": tables})
 
@@ -260,6 +338,14 @@ def analyze_runs(run_dirs: Sequence[str | Path], out_dir: str | Path, *, judge: 
                   "Rate FAR = failed steps after the first failure / steps after it (MRPO Sec. 3, Eq. 1). "
                   "Stages: early [0, 0.4), mid [0.4, 0.7), late [0.7, 1]. FAR is undefined when the first "
                   "failure is the last step; such outputs are counted, not averaged.")
+    rep.heading("Correctness and scope")
+    rep.table(["Run", "Correctness", "Outputs in the eval", "Closed questions left out",
+               "Without the MRPO decision (default verdict used)"],
+              [[n, c["note"], c["rows"], c["closed_left_out"] if not include_closed else "0 (--include-closed)",
+                tables[n]["correct_fallback"]] for n, c in criteria.items()],
+              "FFP/FAR follow MRPO Sec. 3: open-ended questions only (yes/no and multiple-choice rows are left "
+              "out unless --include-closed), correctness with MRPO's answer criterion unless --protocol says "
+              "otherwise.")
     rep.heading("Outputs analysed")
     rep.table(["Run", "Outputs", "Analysed", "No steps", "Not verified", "No failure (No FFP)",
                "FAR undefined (last step)", "Correctness unscored"],

@@ -1,4 +1,4 @@
-"""ARMed VQA refinement through a judge (001_46ab1c0cc2c66f17.txt, App. "VQA Refinement").
+"""ARMed VQA refinement through a judge (ARMed, arXiv 2508.12957, App. "VQA Refinement").
 
 An auditor sees only the question and the answer and returns {status: consistent | needs_fix |
 drop, new_q, new_a, notes} (the judge's ``audit_vqa``). ``consistent`` keeps the record,
