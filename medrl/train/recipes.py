@@ -56,6 +56,7 @@ from typing import Any, Iterable
 
 import yaml
 
+from medrl.papers import resolve_citation
 from medrl.train.recipe_schema import SECTIONS, STAGE_KINDS, SchemaError, did_you_mean
 
 RECIPE_DIR = Path(__file__).resolve().parents[1] / "recipes"
@@ -299,7 +300,7 @@ def load_recipe(
         name=str(model.name or path.stem),
         source=str(path),
         description=str(model.description or "").strip(),
-        paper=str(model.paper or ""),
+        paper=resolve_citation(str(model.paper or "")),
         data=data,
         rewards=rewards,
         algorithm=algorithm,
