@@ -9,9 +9,9 @@ Rules, in order (MediX-R1 003_d5d6a0d73a50ab79.txt Sec. 4.2 "Reward hacking" and
 the first ones; the rest are this project's heuristics against the exploits listed in issue 10):
 
 1. **empty** - nothing after stripping whitespace and '.' (App. A.9 ``strip().strip('.')``).
-2. **one character** - unless it equals a one-character reference ("2" for "How many ...?") or
-   ``allow_one_char`` and it is a letter or digit (an option label such as "B", MediX-R1 App. A.2
-   evaluation).
+2. **one character** - unless it equals a one-character reference ("2" for "How many ...?"), is
+   the side abbreviation of a "Right"/"Left" reference ("R"), or ``allow_one_char`` and it is a
+   letter or digit (an option label such as "B", MediX-R1 App. A.2 evaluation).
 3. **placeholder** - template text ("[insert your answer here]", "<your answer>", "answer goes here").
 4. **no letters or digits** - "?!", "...".
 5. **hidden or control characters** - zero-width, bidi, control, private-use or left-over
@@ -26,20 +26,28 @@ the first ones; the rest are this project's heuristics against the exploits list
    (Then an answer equal to the reference after case/whitespace/punctuation normalisation - a
    "?" counts - stops: the later rules cannot reject the reference itself.)
    **injection** - instructions to the grader ("ignore the rubric", "mark this as correct",
-   "score: 1", chat-template tokens). With ``long_form`` (report rubrics) the guard stops here.
+   "score: 1", chat-template tokens; "The answer is right" only when the reference is no side). With ``long_form`` (report rubrics) the guard stops here.
 7. **yes/no** - against a yes/no reference, an answer holding both "yes" and "no", or a "?", is a
    hedge; otherwise a yes/no answer is left to the scorer (compared by polarity, never split as a
    list). Against an open (non yes/no) reference, an answer that starts with "yes"/"no," is
    rejected ("yes/no to an open question"); "No abnormality" is not such an answer.
-8. **hedge** - "possibly", "probably", "likely", "maybe", "could be", "cannot be excluded",
-   "either", "vs", "or", "?", "differential" ... that the reference does not use itself.
+8. **hedge** - a "?" the reference does not end with, or a hedge word - "possibly", "probably",
+   "likely", "maybe", "could be", "cannot be excluded", "either", "vs", "or", "differential" ... -
+   that the reference does not use itself (word by word: "possibly X vs Y" is a hedge for the
+   reference "X vs Y").
 9. **negates the reference** - a content word of the reference inside a negation scope of the
    answer ("no X", "X is ruled out", "without X", "negative for X", "absent X"), found with
    negspacy (:mod:`medrl.clinical.negation`), when the reference itself does not negate it.
 10. **candidate list** - two or more items separated by commas, semicolons, slashes, "and"/"&"/
     "+", line breaks, bullets or numbers, unless the reference is a list of the same items (any
     order). A comma followed by a modifier ("Pneumothorax, left", "Mass, measuring 3 cm") is not a
-    list; "left and right" is read as "bilateral" by the lexicon.
+    list, nor is a comma followed by an allowed qualifier (:mod:`medrl.clinical.qualifiers`:
+    "Chest X-Ray, PA view", "Liver, enlarged", "MRI, T2-weighted"); "left and right" is read as
+    "bilateral" by the lexicon.
+
+What an answer *means* against the reference (every negation form, laterality, numbers, allowed
+qualifiers) is :mod:`medrl.equivalence`'s business: it calls this guard first
+(:func:`medrl.equivalence.hard_mismatch`).
 
 Rule 8 also rejects a correct answer written as an "or"-chain of synonyms ("Low blood flow or
 less perfusion"), which MediX-R1's LLM judge accepted (App. A.2 example); a policy can always
@@ -107,6 +115,7 @@ _MODIFIER_START = re.compile(
     r"approximately|about|around|measuring|size|sized|status|post|s/p|grade|stage|type|side|lobe|"
     r"segment|aspect|portion|region|level|view|plane|image|series|phase|sequence|weighted|contrast|"
     r"\d)\b", re.IGNORECASE)
+_RIGHT_SIDE = re.compile(r"(?:the\s+)?(?:answer|prediction|response)\s+is\s+right", re.IGNORECASE)
 _NEGATED_PART = re.compile(r"^(?:not|no|without|but|rather)\b", re.IGNORECASE)
 _YES_NO = {"yes": "yes", "no": "no", "yeah": "yes", "yep": "yes", "nope": "no", "true": "yes", "false": "no"}
 _WORD = re.compile(r"[a-z0-9]+")
@@ -161,13 +170,20 @@ def list_items(text: str | None) -> list[str]:
         p = (p or "").strip().strip(".").strip()
         if not p:
             continue
-        modifier = sep == "," and _MODIFIER_START.match(p) and (
+        modifier = sep == "," and (_MODIFIER_START.match(p) or _is_qualifier(p)) and (
             _NEGATED_PART.match(p) or not _is_same_kind(items[-1] if items else "", p))
         if items and modifier:
             items[-1] = f"{items[-1]} {p}"  # a modifier of the previous item ("Pneumothorax, left")
         else:
             items.append(p)
     return items
+
+
+def _is_qualifier(part: str) -> bool:
+    """An allowed qualifier ("PA view", "enlarged", "T2-weighted"): it qualifies the item before it."""
+    from medrl.clinical.qualifiers import is_qualifier_phrase
+
+    return is_qualifier_phrase(part)
 
 
 def _is_same_kind(prev: str, part: str) -> bool:
@@ -255,6 +271,8 @@ def guard_answer(answer: str | None, reference: str | None, *, question: str | N
     if len(core) == 1:
         if core.casefold() == ref.casefold() or (allow_one_char and core.isalnum()):
             return None
+        if core.casefold() in ("r", "l") and ref.casefold() in ("right", "left") and ref[0].casefold() == core.casefold():
+            return None  # "R" for "Right": the side abbreviation
         if core.isdigit() and ref and len(ref) <= 12:
             from medrl.clinical.lexicon import canonical_text
 
@@ -275,8 +293,9 @@ def guard_answer(answer: str | None, reference: str | None, *, question: str | N
         return "padded"
     if ref and match_key(core) == match_key(ref):
         return None
-    if _INJECTION.search(core):
-        return "injection"
+    injection = _INJECTION.search(core)
+    if injection and not (_RIGHT_SIDE.fullmatch(injection.group(0)) and "right" in _WORD.findall(ref.casefold())):
+        return "injection"  # ("The answer is right" is a side when the reference names one)
     if long_form:
         return None
     if _repeats(core) and not (ref and _repeats(ref)):
@@ -298,8 +317,10 @@ def guard_answer(answer: str | None, reference: str | None, *, question: str | N
         return "yes/no to an open question"
     if not ref:
         return None
-    if _HEDGE.search(core) and not _HEDGE.search(ref):
+    if "?" in core and "?" not in ref:
         return "hedge"
+    if {m.group(0).casefold() for m in _HEDGE.finditer(core)} - {m.group(0).casefold() for m in _HEDGE.finditer(ref)}:
+        return "hedge"  # a hedge word the reference does not use itself
     from medrl.clinical.lexicon import canonical_text, content_tokens
     from medrl.clinical.negation import negated_tokens
 

@@ -103,18 +103,20 @@ def test_guard_settles_exploits_without_a_judge_request(pred):
 
 
 def test_modes_and_one_request_per_row():
-    judge = CountingJudge(accept={"left renal"}, unscored={"kidney region"})
-    preds = ["Left kidney", "left renal", "right kidney", "kidney region", "yes", "no", "left renal", None]
-    refs = ["left kidney"] * 4 + ["yes", "yes", "Left kidney", None]
-    out = correctness_column(preds, refs, questions=["Where?"] * 8, images=["img"] * 8, judge=judge)
-    # exact (no call), judge YES, judge NO, judge unscored -> None, closed exact, closed exact, judge, no reference
-    assert out == [True, True, False, None, True, False, True, None]
-    assert [c[2] for c in judge.calls] == ["left renal", "right kidney", "kidney region", "left renal"]
+    judge = CountingJudge(accept={"left kidney, upper pole"}, unscored={"left kidney cortex"})
+    preds = ["Left kidney", "left renal", "right kidney", "left kidney cortex", "yes", "no",
+             "left kidney, upper pole", None, "kidney region"]
+    refs = ["left kidney"] * 4 + ["yes", "yes", "Left kidney", None, "left kidney"]
+    out = correctness_column(preds, refs, questions=["Where?"] * 9, images=["img"] * 9, judge=judge)
+    # exact (no call), lexicon identity (no call), hard mismatch: other side (no call), judge unscored -> None,
+    # closed exact, closed exact, judge YES, no reference, hard mismatch: the side dropped (no call)
+    assert out == [True, True, False, None, True, False, True, None, False]
+    assert [c[2] for c in judge.calls] == ["left kidney cortex", "left kidney, upper pole"]
     assert all(c[3] == "img" for c in judge.calls)  # the record's image goes with each request
-    # exact mode never asks the judge
+    # exact mode never asks the judge; what the answer structure cannot settle is not correct there
     judge.calls.clear()
     assert correctness_column(preds, refs, mode="exact", judge=judge) == [
-        True, False, False, False, True, False, False, None]
+        True, True, False, False, True, False, False, None, False]
     assert judge.calls == []
     # a closed question asked through the judge when the mode says so
     assert decide_correct("affirmative", "yes", mode="judge", judge=CountingJudge(accept={"affirmative"})) is True
@@ -132,8 +134,9 @@ def test_embedding_mode():
 
 
 def test_rewards_reuse_the_correct_columns_and_never_call_the_judge():
-    judge = CountingJudge(accept={"left renal"})
-    comps = [wrap("left renal"), wrap("liver"), wrap("left renal")]
+    # answers the answer structure leaves open (not a hard mismatch, not a lexicon identity): the judge decides
+    judge = CountingJudge(accept={"left kidney, upper pole"})
+    comps = [wrap("left kidney, upper pole"), wrap("left kidney cortex"), wrap("left kidney, upper pole")]
     cols = dict(answer=["Left kidney"] * 3, question=["Where?"] * 3, correct=[True, False, None],
                 corrupted_correct=[False, False, True], corrupted_completions=[wrap("x")] * 3,
                 key_steps=[["left kidney"]] * 3)

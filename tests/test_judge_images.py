@@ -81,9 +81,11 @@ def _images_of(body) -> list[Image.Image]:
 
 
 def _ask_all(j, image):
+    # "left kidney, enlarged" is correct by the answer structure but not identical to the reference, so the
+    # judge is asked (an identical answer is settled without a request)
     async def go():
         return [
-            await j.answer_correct("Where is the mass?", "Left kidney", "left kidney", image=image),
+            await j.answer_correct("Where is the mass?", "Left kidney", "left kidney, enlarged", image=image),
             await j.verify_steps("Where is the mass?", "Left kidney",
                                  ["The scan is an axial CT of the abdomen.", "A mass sits in the left kidney."],
                                  evidence={"modality": "CT"}, image=image),
@@ -131,9 +133,9 @@ def test_images_off_sends_text_only_and_cache_separates(fake, image_file, tmp_pa
     # another image is another key; the same image again is a hit
     other = tmp_path / "other.png"
     Image.new("RGB", (300, 300), (200, 10, 10)).save(other)
-    run_sync(on.answer_correct("Where is the mass?", "Left kidney", "left kidney", image=str(other)))
+    run_sync(on.answer_correct("Where is the mass?", "Left kidney", "left kidney, enlarged", image=str(other)))
     assert len(app.state.bodies) == n_off + 4
-    run_sync(on.answer_correct("Where is the mass?", "Left kidney", "left kidney", image=str(image_file)))
+    run_sync(on.answer_correct("Where is the mass?", "Left kidney", "left kidney, enlarged", image=str(image_file)))
     assert len(app.state.bodies) == n_off + 4 and on.stats.cache_hits == 2
     on.close()
 
@@ -145,12 +147,12 @@ def test_image_forms_and_missing_image(fake, image_file, tmp_path):
     for form in (img, image_file.read_bytes(), {"bytes": image_file.read_bytes()}, {"path": str(image_file)},
                  [str(image_file)]):
         app.state.bodies.clear()
-        v = run_sync(j.answer_correct("q?", "Left kidney", "left kidney", image=form))
+        v = run_sync(j.answer_correct("q?", "Left kidney", "left kidney, enlarged", image=form))
         assert v.scored
         got = _images_of(app.state.bodies[-1]) if app.state.bodies else None
         assert got is None or (len(got) == 1 and max(got[0].size) <= 768)
     # a missing image file: this item is unscored, naming the file; nothing raises
-    v = run_sync(j.answer_correct("q?", "Left kidney", "left kidney", image=str(tmp_path / "gone.png")))
+    v = run_sync(j.answer_correct("q?", "Left kidney", "left kidney, enlarged", image=str(tmp_path / "gone.png")))
     assert not v.scored and "gone.png" in v.error
     j.close()
 

@@ -16,7 +16,8 @@ incomplete, not a mismatch; the scorer decides). Rules:
   ventricle ("third ventricle"), grade, stage and type numbers (Arabic or Roman): the sets differ;
   other numbers (counts, sizes): the sets differ;
 - word pairs: same stem with another pathology suffix (-itis/-osis/-oma/-emia/-pathy/-plasia ...),
-  same root with an opposite prefix (hyper/hypo/iso, intra/extra, supra/infra, pre/post, endo/exo),
+  same root with an opposite prefix (hyper/hypo/iso, intra/extra, supra/infra, pre/post, endo/exo,
+  ir-/un-/non-/dis- against none: "irregular"/"regular"),
   and a short list of opposite findings (hypertrophy/atrophy, dilation/stenosis).
 """
 
@@ -64,6 +65,8 @@ _group("presence", "differ", {"present": [], "absent": []})
 _group("sex", "differ", {"male": [], "female": []})
 _group("shade", "differ", {"black": ["dark"], "white": ["bright"], "gray": []})
 _group("contrast", "differ", {"contrast": [], "noncontrast": []})
+_group("patient position", "differ", {"supine": [], "prone": [], "erect": ["upright", "standing"], "decubitus": []})
+_group("central/peripheral", "differ", {"central": ["center", "centre"], "peripheral": ["periphery"]})
 _group("vessel kind", "differ", {"artery": [], "vein": []})
 _group("composition", "differ", {"solid": [], "cystic": []})
 _group("extent", "differ", {"focal": ["localized", "localised"], "diffuse": ["generalized", "generalised"]})
@@ -91,7 +94,8 @@ _group("organ", "disjoint", {
 _SUFFIXES = ("itis", "osis", "oma", "emia", "pathy", "plasia", "algia", "ectasis", "ectasia", "megaly",
              "trophy", "ectomy", "otomy", "ostomy", "sclerosis", "lithiasis", "ism")
 _PREFIX_PAIRS = [("hyper", "hypo"), ("hyper", "iso"), ("hypo", "iso"), ("intra", "extra"), ("supra", "infra"),
-                 ("pre", "post"), ("endo", "exo"), ("hyper", "a"), ("hyper", "an"), ("hypo", "an")]
+                 ("pre", "post"), ("endo", "exo"), ("hyper", "a"), ("hyper", "an"), ("hypo", "an"),
+                 ("ir", ""), ("un", ""), ("non", ""), ("dis", "")]
 _OPPOSITE_WORDS = [("hypertrophy", "atrophy"), ("dilation", "stenosis"), ("enlargement", "atrophy"),
                    ("hyperdensity", "lucency"), ("opacity", "lucency"), ("inflow", "outflow"),
                    ("flexion", "extension"), ("abduction", "adduction"), ("inspiration", "expiration"),

@@ -72,7 +72,13 @@ class OpenAIJudge:
         api_key_env: environment variable holding the key; required when ``base_url`` is None.
         cache_path: SQLite file; None = ``<medrl cache>/judge_cache.sqlite``; ":memory:" = none kept.
         concurrency: requests in flight at most.
-        timeout: seconds per request.  max_retries: retries per request after the first try.
+        timeout: seconds per request (per attempt, enforced as a hard limit).
+        max_retries: retries per request after the first try.
+        retry_budget: total seconds one request may take over all its attempts and backoff
+            delays (default ``2 * timeout``; None or 0 = no total limit): an attempt gets
+            ``min(timeout, what is left)`` and no retry starts once it is spent, so a judge
+            slower than ``timeout`` costs a request at most this long, not
+            ``timeout * (max_retries + 1)``. Time waiting for a concurrency slot is not counted.
         backoff / max_backoff: first backoff delay and its cap, in seconds (exponential, jittered).
         parse_retries: re-asks after an unparseable verdict (counted in ``max_retries``).
         temperature: sampling temperature; "auto" = 0.0, or omitted for reasoning models
@@ -98,6 +104,7 @@ class OpenAIJudge:
         concurrency: int = 16,
         timeout: float = 60.0,
         max_retries: int = 4,
+        retry_budget: float | str | None = "auto",
         backoff: float = 0.5,
         max_backoff: float = 8.0,
         parse_retries: int = 1,
@@ -132,6 +139,13 @@ class OpenAIJudge:
         self.stats = JudgeStats()
         self.concurrency = max(1, int(concurrency))
         self.timeout = float(timeout)
+        if not self.timeout > 0:
+            raise ValueError(f"OpenAIJudge: timeout must be a positive number of seconds, got {timeout!r}")
+        if retry_budget == "auto":
+            retry_budget = 2 * self.timeout
+        if retry_budget is not None and not float(retry_budget) >= 0:
+            raise ValueError(f"OpenAIJudge: retry_budget must be seconds >= 0 (0 = no limit), got {retry_budget!r}")
+        self.retry_budget = float(retry_budget) if retry_budget else None
         self.max_retries = max(0, int(max_retries))
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
@@ -210,9 +224,17 @@ class OpenAIJudge:
 
     # ------------------------------------------------------------------ the six tasks
     async def answer_correct(self, question: str, reference: str, prediction: str, *, image: Any = None) -> Verdict:
-        why = guard_answer(prediction, reference, question=question)
+        from medrl.equivalence import equivalent, hard_mismatch
+
+        # the shared guard order (docs/judges.md "Answer equivalence"): a hard mismatch is incorrect and
+        # an exact/lexicon identity correct without a request; everything else is the LLM's judgement
+        has_ref = bool((reference or "").strip())
+        why = hard_mismatch(reference, prediction, question=question) if has_ref else \
+            guard_answer(prediction, reference, question=question)
         if why:
             return Verdict.ok(False, guard=why)
+        if has_ref and equivalent(reference, prediction, question=question).identical:
+            return Verdict.ok(True, guard="the same answer by exact or lexicon identity")
         parser = parse_yes_no if self.answer_format == "yes_no" else parse_o_x
         msgs = prompts.answer_correct(question, reference, prediction, self.answer_format)
         return await self._submit(msgs, parser, image)
@@ -315,11 +337,14 @@ class OpenAIJudge:
                 pass  # parser changed since: ask again
             else:
                 self.stats.cache_hits += 1
+                self._count_saved(self.cache.get_usage(key))  # what the hit saved (medrl.judges.cost)
                 return Verdict.ok(value, raw=self._sanitise(cached, cap=False), cached=True)
         task = self._inflight.get(key)
         if task is not None:
             self.stats.deduplicated += 1
-            return await asyncio.shield(task)
+            merged = await asyncio.shield(task)
+            self._count_saved(merged.meta.get("usage"))  # what merging saved (medrl.judges.cost)
+            return merged
         task = asyncio.ensure_future(self._send(key, messages, parser))
         self._inflight[key] = task
         task.add_done_callback(lambda _t, k=key: self._inflight.pop(k, None))
@@ -329,16 +354,25 @@ class OpenAIJudge:
         if self._sem is None:
             self._sem = asyncio.Semaphore(self.concurrency)
         self.stats.calls += 1
+        used = (0, 0)  # this request's (input, output) tokens over all its attempts
         attempt, parse_failures = 0, 0
+        clock = asyncio.get_running_loop().time
+        deadline: float | None = None  # set when the first attempt starts (queueing is not counted)
         while True:
             retry_after = None
             try:
                 async with self._sem:
                     if self._fatal is not None:  # another request hit 401/403 while this one waited
                         raise self._fatal
-                    resp = await self._client.chat.completions.create(
-                        model=self.model, messages=messages, timeout=self.timeout, **self._params
-                    )
+                    if deadline is None and self.retry_budget:
+                        deadline = clock() + self.retry_budget
+                    limit = self.timeout if deadline is None else max(0.01, min(self.timeout, deadline - clock()))
+                    try:  # httpx's timeout bounds each read, not the request: wait_for bounds the whole
+                        resp = await asyncio.wait_for(self._client.chat.completions.create(
+                            model=self.model, messages=messages, timeout=limit, **self._params
+                        ), limit + 0.5)
+                    except asyncio.TimeoutError:
+                        raise self._openai.APITimeoutError(request=None) from None
                 text = clean_text(_reply_text(resp))
             except JudgeAuthError:
                 raise
@@ -347,7 +381,7 @@ class OpenAIJudge:
                     self._auth_failed(exc)
                 retryable, error, retry_after = self._classify(exc)
             else:
-                self._count_usage(resp)
+                used = self._count_usage(resp, used)
                 try:
                     value = parser(text)
                 except VerdictParseError as exc:
@@ -357,15 +391,18 @@ class OpenAIJudge:
                         return self._fail(error, raw=self._sanitise(text, cap=False), attempts=attempt + 1)
                 else:
                     text = self._sanitise(text, cap=False)  # an endpoint that echoes the key
-                    self.cache.put(key, self.model, text)
-                    return Verdict.ok(value, raw=text, attempts=attempt + 1)
+                    self.cache.put(key, self.model, text, usage=used)
+                    return Verdict.ok(value, raw=text, attempts=attempt + 1, usage=used)
             if not retryable or attempt >= self.max_retries:
                 return self._fail(error, attempts=attempt + 1)
-            attempt += 1
-            self.stats.retries += 1
-            delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
+            delay = min(self.max_backoff, self.backoff * 2 ** attempt) * (0.5 + random.random() / 2)
             if retry_after is not None:
                 delay = min(self.max_backoff, max(delay, retry_after))
+            if deadline is not None and clock() + delay >= deadline:
+                return self._fail(f"{error}; retry budget of {self.retry_budget:g}s per request spent "
+                                  f"(--judge-retry-budget)", attempts=attempt + 1)
+            attempt += 1
+            self.stats.retries += 1
             await asyncio.sleep(delay)
 
     def _classify(self, exc: BaseException) -> tuple[bool, str, float | None]:
@@ -380,7 +417,7 @@ class OpenAIJudge:
             except (TypeError, ValueError, AttributeError):
                 retry_after = None
         if isinstance(exc, oa.APITimeoutError):
-            retryable, what = True, f"timeout after {self.timeout:g}s"
+            retryable, what = True, f"timeout after {self.timeout:g}s (--judge-timeout)"
         elif isinstance(exc, oa.APIConnectionError):
             retryable, what = True, f"connection error ({exc})"
         elif isinstance(exc, oa.APIStatusError):
@@ -425,10 +462,20 @@ class OpenAIJudge:
             log.warning("judge %s: request unscored after %d attempt(s): %s (failure #%d)", self.name, attempts, error, n)
         return Verdict.unscored(error, raw=raw, attempts=attempts)
 
-    def _count_usage(self, resp: Any) -> None:
+    def _count_usage(self, resp: Any, used: tuple[int, int] = (0, 0)) -> tuple[int, int]:
+        """Add a reply's ``usage`` to the stats; returns ``used`` plus it (a request's total)."""
         usage = getattr(resp, "usage", None)
-        self.stats.input_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
-        self.stats.output_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
+        tin = int(getattr(usage, "prompt_tokens", 0) or 0)
+        tout = int(getattr(usage, "completion_tokens", 0) or 0)
+        self.stats.input_tokens += tin
+        self.stats.output_tokens += tout
+        return used[0] + tin, used[1] + tout
+
+    def _count_saved(self, usage: Any) -> None:
+        """A cache hit or a merged duplicate: count the tokens its original request cost."""
+        if usage:
+            self.stats.saved_input_tokens += int(usage[0])
+            self.stats.saved_output_tokens += int(usage[1])
 
     def close(self) -> None:
         """Close the HTTP client, stop the judge's loop and close the cache."""

@@ -7,18 +7,25 @@ answer. Those papers decide it by string comparison (closed questions) or a judg
 Here it is one function, :func:`decide_correct`, in this order:
 
 1. no reference -> ``None`` (unscorable, never a silent 0 or 1);
-2. no answer, or an answer the shared guard rejects (:func:`medrl.answer_guard.guard_answer`:
-   empty, placeholder, symbol-only, candidate lists, hedges, negations of the reference,
-   padding far beyond the reference) -> ``False``, without any judge request;
-3. a normalised exact match (:func:`exact_match`) -> ``True``, without any judge request;
+2. no answer, or an answer that contradicts the reference
+   (:func:`medrl.equivalence.hard_mismatch`: the shared guard's shapes - empty, placeholder,
+   symbol-only, candidate lists, hedges, padding, injections - then polarity in any form,
+   laterality/location changed or dropped, another organ or modality, numbers that differ after
+   unit conversion, a second finding) -> ``False``, without any judge request;
+3. a normalised exact match (:func:`exact_match`; decimal points, ranges and signs kept, so
+   "3-4 cm" is not "3.4 cm") or the same answer by the lexicon's identity
+   (:func:`medrl.equivalence.equivalent` with an identity basis: synonyms, abbreviations,
+   spelling, unit conversion) -> ``True``, without any judge request;
 4. otherwise the *mode* decides:
 
-   - ``"exact"``: nothing more matches -> ``False`` (``rule="rouge1"`` also accepts a
-     ROUGE-1 F >= ``threshold``);
+   - ``"exact"``: the answer equivalence (:func:`medrl.equivalence.equivalent`, default-deny:
+     the reference plus allowed qualifiers, list items in any order, yes/no by polarity) ->
+     ``True``; anything it cannot settle -> ``False`` (``rule="rouge1"`` also accepts a ROUGE-1
+     F >= ``threshold``);
    - ``"judge"``: the judge's ``answer_correct`` (one request; the record's image goes with
      it, the judge decides whether to send it); an unscored verdict -> ``None``;
    - ``"embedding"``: MiniLM cosine of answer and reference >= ``embed_threshold`` (0.8, the
-     MediX-R1 R_embed threshold);
+     MediX-R1 R_embed threshold), or the answer equivalence says True;
    - ``"auto"`` (default): ``"judge"`` for open-ended records when a judge is configured,
      ``"exact"`` for closed ones (yes/no or multiple choice, :func:`is_closed_question`) and
      when there is no judge.
@@ -112,10 +119,11 @@ def resolve_mode(mode: str | None, *, closed: bool, has_judge: bool) -> str:
 
 
 def guard_reason(pred: str | None, ref: str, question: str | None = None) -> str | None:
-    """Why ``pred`` can never be a correct answer to ``ref`` (the shared answer guard), or None."""
-    from medrl.answer_guard import guard_answer
+    """Why ``pred`` can never be a correct answer to ``ref`` (:func:`medrl.equivalence.hard_mismatch`:
+    the shared guard's shapes, then contradictions of the reference), or None."""
+    from medrl.equivalence import hard_mismatch
 
-    return guard_answer(pred, ref, question=question)
+    return hard_mismatch(ref, pred, question=question)
 
 
 _YES_NO_LEAD = re.compile(r"(yes|no)(?:[.!]*|\s*[,.;:!]\s*\S.*)", re.IGNORECASE | re.DOTALL)
@@ -124,7 +132,9 @@ _YES_NO_LEAD = re.compile(r"(yes|no)(?:[.!]*|\s*[,.;:!]\s*\S.*)", re.IGNORECASE 
 def exact_match(pred: str | None, ref: str) -> bool:
     """Near-literal equality, decided without any model.
 
-    Equal after :func:`normalize_answer` (case, punctuation, articles, spacing), provided the
+    Equal after case, articles, spacing and punctuation are removed - except punctuation that
+    carries meaning (decimal points, ranges, signs: "3-4 cm" is not "3.4 cm";
+    :func:`medrl.equivalence.decide.exact_key`) - provided the
     answer is not much longer than the reference (at most 2x + 8 characters: invisible marks or
     punctuation runs are padding, not a match) and asks no question ("X?") the reference does not.
     For a yes/no reference the answer must be that word alone or followed by a clause after
@@ -141,7 +151,9 @@ def exact_match(pred: str | None, ref: str) -> bool:
         m = _YES_NO_LEAD.fullmatch(p_raw)
         other = _YES_NO[1 - _YES_NO.index(r)]
         return bool(m) and m.group(1).lower() == r and other not in p.split()[1:3]
-    return p == r and len(p_raw) <= 2 * len(r_raw) + 8
+    from medrl.equivalence.decide import exact_key
+
+    return exact_key(p_raw) == exact_key(r_raw) and len(p_raw) <= 2 * len(r_raw) + 8
 
 
 def decide_exact(pred: str | None, ref: str | None, *, question: str | None = None,
@@ -151,6 +163,15 @@ def decide_exact(pred: str | None, ref: str | None, *, question: str | None = No
     pre = _decided(pred, ref, question)
     if pre is not _UNDECIDED:
         return pre
+    return _exact_mode(pred, reference_text(ref), question, rule, threshold)
+
+
+def _exact_mode(pred: str | None, ref: str, question: str | None, rule: str, threshold: float) -> bool:
+    """The ``"exact"`` mode after steps 1-3: the answer equivalence, or ROUGE-1 with ``rule="rouge1"``."""
+    from medrl.equivalence import equivalent
+
+    if equivalent(ref, pred, question=question).verdict is True:
+        return True
     return rule == "rouge1" and rouge1(pred or "", ref) >= threshold
 
 
@@ -158,7 +179,10 @@ _UNDECIDED = object()
 
 
 def _decided(pred: str | None, ref: str | None, question: str | None):
-    """Steps 1-3: None (no reference), False (no answer / guard), True (exact), or _UNDECIDED."""
+    """Steps 1-3: None (no reference), False (no answer / hard mismatch), True (exact or lexicon
+    identity), or _UNDECIDED."""
+    from medrl.equivalence import equivalent
+
     ref = reference_text(ref)
     if ref is None:
         return None
@@ -166,7 +190,7 @@ def _decided(pred: str | None, ref: str | None, question: str | None):
         return False
     if guard_reason(pred, ref, question) is not None:
         return False
-    if exact_match(pred, ref):
+    if exact_match(pred, ref) or equivalent(ref, pred, question=question).identical:
         return True
     return _UNDECIDED
 
@@ -224,7 +248,8 @@ async def correctness_column_async(
     import asyncio
 
     n = len(preds)
-    check_mode(mode)
+    if check_mode(mode) == "judge":
+        resolve_mode(mode, closed=False, has_judge=judge is not None)  # a configuration error, before any row
     check_rule(rule)
 
     def col(values, name):
@@ -248,7 +273,7 @@ async def correctness_column_async(
             c = is_closed_question(answer=refs[i], answer_type=answer_types[i], open_ended=open_ended[i])
         m = resolve_mode(mode, closed=bool(c), has_judge=judge is not None)
         if m == "exact":
-            out[i] = rule == "rouge1" and rouge1(preds[i] or "", refs[i]) >= threshold
+            out[i] = _exact_mode(preds[i], reference_text(refs[i]), questions[i], rule, threshold)
         elif m == "embedding":
             to_embed.append(i)
         else:
@@ -259,8 +284,11 @@ async def correctness_column_async(
 
         sims = cosine_pairs([clean_answer(preds[i]) for i in to_embed],
                             [clean_answer(reference_text(refs[i])) for i in to_embed], embed_model)
+        from medrl.equivalence import equivalent
+
         for i, s in zip(to_embed, sims):
-            out[i] = bool(s >= embed_threshold)
+            out[i] = bool(s >= embed_threshold) or equivalent(
+                reference_text(refs[i]), preds[i], question=questions[i]).verdict is True
     if to_judge:
         from medrl.answer_guard import clean_answer
 

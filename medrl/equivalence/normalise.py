@@ -1,0 +1,121 @@
+"""An answer's text made comparable: Unicode, look-alike letters, markup and marks.
+
+:func:`normalise` returns a :class:`Normalised` text in which
+
+- Unicode is NFKC-normalised and look-alike letters of other scripts are folded to Latin
+  (Cyrillic "о" and Greek "ο" are the Latin "o": a homoglyph spelling reads as the word it shows);
+- markup is unwrapped (``**X**``, ``__X__``, ``*X*``, ``<b>X</b>`` and other inline HTML tags,
+  ``\\boxed{X}``, ``\\text{X}``, ``$X$``, backticks) and HTML comments are dropped;
+- strikethrough (``~~X~~``, ``<s>X</s>``, ``<del>X</del>``, ``<strike>X</strike>``), the marks
+  ✗ ❌ ✘ ✖ and the signs "(-)", "(neg)" and a minus glued to a word ("-X") are read as a
+  *negation* of X ("no X"); ✓ ✔ ☑ and "(+)" as an affirmation (dropped);
+- letters that remain in another script are reported (``other_script``): the structure cannot
+  read their meaning, so such an answer is never judged correct.
+
+Invisible characters are kept, so the shared guard (:func:`medrl.answer_guard.guard_answer`)
+still sees them.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+# Look-alike letters (Cyrillic, Greek, a few Latin variants) -> the Latin letter they show.
+_CONFUSABLES = str.maketrans({
+    # Cyrillic lower / upper
+    "а": "a", "в": "b", "е": "e", "ё": "e", "і": "i", "ї": "i", "ј": "j", "к": "k", "м": "m", "н": "h",
+    "о": "o", "р": "p", "с": "c", "т": "t", "у": "y", "х": "x", "ѕ": "s", "ԁ": "d", "ԛ": "q", "ԝ": "w",
+    "һ": "h", "ӏ": "l", "ɡ": "g",
+    "А": "A", "В": "B", "Е": "E", "Ё": "E", "І": "I", "Ї": "I", "Ј": "J", "К": "K", "М": "M", "Н": "H",
+    "О": "O", "Р": "P", "С": "C", "Т": "T", "У": "Y", "Х": "X", "Ѕ": "S", "Ԁ": "D", "Ԛ": "Q", "Ԝ": "W",
+    "Һ": "H", "Ӏ": "I",
+    # Greek lower / upper
+    "α": "a", "ο": "o", "ρ": "p", "ν": "v", "τ": "t", "υ": "u", "ι": "i", "κ": "k", "χ": "x", "ϲ": "c",
+    "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M", "Ν": "N", "Ο": "O",
+    "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X",
+    # dotless i, long s, and dashes/quotes made ASCII
+    "ı": "i", "ſ": "s", "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-",
+    "\u2212": "-", "\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"',
+})
+_NEG_MARKS = "\u2717\u2718\u274c\u2716\u274e\u2a2f\u2612"   # ✗ ✘ ❌ ✖ ❎ ⨯ ☒
+_POS_MARKS = "\u2713\u2714\u2611\u2705"                    # ✓ ✔ ☑ ✅
+# "(-)" / "(neg)" / a minus sign glued to a word ("-Hydrocephalus"): negative; "(+)" positive
+_SIGN_NEG = re.compile(r"\(\s*[-−]\s*\)|^\s*[-−](?=[^\W\d_])|\(\s*neg\.?\s*\)", re.IGNORECASE)
+_SIGN_POS = re.compile(r"\(\s*\+\s*\)|\(\s*pos\.?\s*\)", re.IGNORECASE)
+_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
+_STRIKE = re.compile(r"~~(.+?)~~|<(s|del|strike)\b[^>]*>(.*?)</\2\s*>", re.IGNORECASE | re.DOTALL)
+_LATEX = re.compile(r"\\(?:boxed|text|textbf|textit|mathrm|mathbf|emph|underline)\s*\{([^{}]*)\}")
+_DOLLAR = re.compile(r"\$\$?([^$]*)\$\$?")
+_TAG = re.compile(r"</?\s*(?:b|i|u|em|strong|mark|span|font|sup|sub|code|p|div|small|big|tt|ins|br|hr)\b[^>]*/?>",
+                  re.IGNORECASE)
+_EMPHASIS = re.compile(r"(\*\*|__|\*|_)(?=\S)(.+?)(?<=\S)\1")
+_BACKTICKS = re.compile(r"`+")
+
+
+@dataclass(frozen=True)
+class Normalised:
+    """``text``: the readable answer ("no X" for a struck-out X); ``negation_marks``: how many
+    strikethroughs / ✗ marks were read as negations; ``affirmation_marks``: ✓ marks dropped;
+    ``other_script``: letters of another script remain (meaning unreadable here)."""
+
+    text: str
+    negation_marks: int = 0
+    affirmation_marks: int = 0
+    other_script: bool = False
+    folded: bool = False
+
+
+def fold_confusables(text: str) -> str:
+    """NFKC, then look-alike letters of other scripts as the Latin letters they show."""
+    return unicodedata.normalize("NFKC", text).translate(_CONFUSABLES)
+
+
+def has_other_script(text: str) -> bool:
+    """True when a letter of ``text`` is not a Latin letter (after :func:`fold_confusables`)."""
+    for ch in text:
+        if ch.isalpha() and not unicodedata.name(ch, "").startswith("LATIN"):
+            return True
+    return False
+
+
+def unwrap_markup(text: str) -> str:
+    """Markup removed, its content kept (strikethrough is handled by :func:`normalise`)."""
+    t = _COMMENT.sub(" ", text)
+    for _ in range(3):  # nested markup: **\\boxed{X}**
+        t = _LATEX.sub(r"\1", t)
+        t = _DOLLAR.sub(r"\1", t)
+        t = _TAG.sub(" ", t)
+        t = _EMPHASIS.sub(r"\2", t)
+    return _BACKTICKS.sub("", t)
+
+
+@lru_cache(maxsize=16384)
+def normalise(text: str | None) -> Normalised:
+    """The comparable form of an answer (see the module docstring)."""
+    t = fold_confusables(text or "")
+    t = _COMMENT.sub(" ", t)
+    struck = 0
+
+    def _strike(m: re.Match) -> str:
+        nonlocal struck
+        struck += 1
+        inner = m.group(1) if m.group(1) is not None else m.group(3)
+        return f" no {inner} "
+
+    t = _STRIKE.sub(_strike, t)
+    t, sign_neg = _SIGN_NEG.subn(" ", t)
+    t, sign_pos = _SIGN_POS.subn(" ", t)
+    neg_marks = sum(t.count(c) for c in _NEG_MARKS) + sign_neg
+    pos_marks = sum(t.count(c) for c in _POS_MARKS) + sign_pos
+    if neg_marks:
+        t = "no " + re.sub(f"[{_NEG_MARKS}]", " ", t).strip()
+    if pos_marks:
+        t = re.sub(f"[{_POS_MARKS}]", " ", t)
+    t = unwrap_markup(t)
+    t = re.sub(r"[ \t]+", " ", t).strip()
+    folded = (text or "") != "" and unicodedata.normalize("NFKC", text or "") != fold_confusables(text or "") and \
+        has_other_script(unicodedata.normalize("NFKC", text or ""))
+    return Normalised(t, struck + neg_marks, pos_marks, has_other_script(t), folded)
