@@ -88,3 +88,88 @@ class Verdict:
     @classmethod
     def ok(cls, value: Any, raw: str = "", **meta: Any) -> "Verdict":
         return cls(scored=True, value=value, raw=raw, meta=dict(meta))
+
+
+# ------------------------------------------------------------------ reward values: None vs UNSCORABLE
+
+
+class Unscorable:
+    """Type of :data:`UNSCORABLE` (one instance; pickles back to the same object).
+
+    Two different things can stop a reward from giving a rollout a number:
+
+    - ``None`` - **not applicable** (TRL's meaning): the reward does not apply to this sample
+      (mixed-task data). TRL turns it into NaN and leaves it out of the weighted sum; the
+      rollout still trains on the other rewards.
+    - ``UNSCORABLE`` - **could not be scored**: the reward applies, but its score is unknown
+      (judge outage, malformed verdict, missing reference). Scoring it 0 or 1 would be a
+      silent guess, so :class:`medrl.train.trainer.MedGRPOTrainer` excludes the rollout
+      (``algorithm.unscorable: exclude``, the default) or scores it like ``None``
+      (``per_reward``).
+
+    TRL only understands numbers and ``None``; :func:`record_unscorable` converts a reward's
+    output for TRL and remembers the unscorable rows on the reward object.
+    """
+
+    _instance: "Unscorable | None" = None
+
+    def __new__(cls) -> "Unscorable":
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNSCORABLE"
+
+    def __reduce__(self) -> str:
+        return "UNSCORABLE"  # pickle by reference to the module attribute: stays a singleton
+
+
+#: A reward value meaning "this rollout could not be scored" (see :class:`Unscorable`).
+UNSCORABLE = Unscorable()
+
+
+def split_unscorable(values: Any) -> tuple[list, list[int]]:
+    """``(values with every UNSCORABLE replaced by None, indices of those rows)``."""
+    out, rows = [], []
+    for i, v in enumerate(values):
+        if v is UNSCORABLE:
+            rows.append(i)
+            v = None
+        out.append(v)
+    return out, rows
+
+
+def record_unscorable(reward: Any, values: Any) -> list:
+    """The reward's batch output as TRL takes it (numbers and ``None``); the rows that were
+    UNSCORABLE go to ``reward.last_unscorable`` (a list of row indices into this batch), which
+    the trainer reads right after the call."""
+    out, rows = split_unscorable(values)
+    reward.last_unscorable = rows
+    return out
+
+
+def is_stateful_reward(reward: Any) -> bool:
+    """Whether ``reward`` opted in to checkpointing (see :class:`StatefulReward`)."""
+    return getattr(reward, "checkpoint_state", False) is True
+
+
+class StatefulReward:
+    """The opt-in protocol of a reward that keeps state across training steps (ARMed's adaptive
+    thresholds): set the class attribute ``checkpoint_state = True`` and implement
+    ``state_dict() -> dict`` (JSON-serialisable) and ``load_state_dict(dict)``; optionally a
+    ``frozen`` flag (set during evaluation so it does not move the state).
+
+    Only an explicit ``checkpoint_state = True`` makes a reward stateful: having
+    ``state_dict`` is not enough (every ``torch.nn.Module`` reward model has one, and its
+    weights are not reward state). Subclassing this class is optional; it documents the
+    protocol and gives the flag.
+    """
+
+    checkpoint_state = True
+
+    def state_dict(self) -> dict:  # pragma: no cover - protocol
+        raise NotImplementedError
+
+    def load_state_dict(self, state: dict) -> None:  # pragma: no cover - protocol
+        raise NotImplementedError

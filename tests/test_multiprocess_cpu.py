@@ -8,6 +8,12 @@
    same batch: process 0 scores prompt A's group, process 1 prompt B's; TRL gathers the rewards,
    normalises per group over the global batch and hands each process its slice; MRPO's token
    shaping then runs on the local rows. The single process scores [A, A, B, B] at once.
+3. One optimizer step of GRPO and MRPO on fixed rollouts under each multi-process engine with two
+   CPU processes - DDP and DeepSpeed ZeRO-2 / ZeRO-3 (``--use_deepspeed --zero_stage N``,
+   DeepSpeed's CPU accelerator; skipped when deepspeed is not installed) - gives the same
+   per-rollout (token) advantages, the same logged loss and the same parameters as one process
+   (gloo). FSDP2 (``--use_fsdp``) is ``gpu``-marked: accelerate runs CPU processes as plain DDP
+   whatever ``--use_fsdp`` says (:data:`FSDP_ON_CPU`).
 
 The worker is this file run as a script (``--worker SPEC.json``) under ``accelerate launch``.
 Everything here is slow (two processes each import torch/TRL): ``pytest -m slow``.
@@ -55,6 +61,9 @@ def _worker(spec_path: str) -> None:
             "world": world, "global_step": tr.state.global_step,
             "logs": [h for h in tr.state.log_history if "reward" in h]}))
         return
+    if spec["mode"] == "step":
+        _one_step(tr, records, out, rank, world)
+        return
     # mode "advantages": fixed rollouts (right, wrong) per prompt, no sampling
     rows = [0, 0, 1, 1]
     per = len(rows) // world
@@ -63,6 +72,45 @@ def _worker(spec_path: str) -> None:
     torch.save({"world": world, "rank": rank, "rows": local, "advantages": res["advantages"].cpu(),
                 "completion_ids": res["completion_ids"].cpu(), "completion_mask": res["completion_mask"].cpu()},
                out / f"adv_{rank}.pt")
+
+
+def _one_step(tr, records, out: Path, rank: int, world: int) -> None:
+    """One optimizer step on fixed rollouts (right, wrong) per prompt, through ``tr.train()`` (so
+    FSDP / DeepSpeed wrap the model as in a real run): saves this process's advantages per
+    prompt, the logged loss and (rank 0) the full parameters after the step."""
+    import torch
+
+    from synthetic import teacher_text as right
+    from synthetic import wrong_text as wrong
+
+    from medrl.train.teacher import install_teacher
+
+    calls = {"n": 0}
+
+    def text(rec):
+        calls["n"] += 1
+        return right(rec) if calls["n"] % 2 == 1 else wrong(rec)
+
+    install_teacher(tr, records, text, replace_all=True)
+    seen = []
+    orig = tr._generate_and_score_completions
+
+    def capture(inputs):
+        res = orig(inputs)
+        seen.append({"questions": [x["question"] for x in inputs], "advantages": res["advantages"].detach().cpu(),
+                     "completion_mask": res["completion_mask"].cpu()})
+        return res
+
+    tr._generate_and_score_completions = capture
+    tr.train()
+    state = tr.accelerator.get_state_dict(tr.model_wrapped)  # gathers FSDP / ZeRO-3 shards (collective)
+    torch.save({"world": world, "seen": seen, "loss": [h["loss"] for h in tr.state.log_history if "loss" in h],
+                "engine": str(tr.accelerator.distributed_type).split(".")[-1], "device": str(tr.accelerator.device),
+                "zero_stage": (tr.accelerator.state.deepspeed_plugin.zero_stage if tr.is_deepspeed_enabled else None),
+                "fsdp": tr.is_fsdp_enabled},
+               out / f"step_{rank}.pt")
+    if rank == 0:
+        torch.save({k: v.detach().float().cpu() for k, v in state.items()}, out / "params.pt")
 
 
 if __name__ == "__main__" and "--worker" in sys.argv:
@@ -169,3 +217,99 @@ def test_each_process_token_advantages_match_a_single_process_run(tiny, records,
         adv = part["advantages"][1][mask[1]]  # the wrong-answer rollout of this prompt
         reshaped |= not torch.allclose(adv, adv[0].expand_as(adv))
     assert reshaped, "no token was reshaped: the comparison would not test MRPO's token advantages"
+
+
+# ------------------------------------------------------------------------------ sharded engines on CPU
+
+#: accelerate launch arguments of each multi-process engine, all on CPU processes (gloo)
+ENGINES = {
+    "ddp": ["--multi_gpu"],
+    "fsdp": ["--use_fsdp", "--fsdp_version", "2", "--fsdp_auto_wrap_policy", "NO_WRAP",
+             "--fsdp_state_dict_type", "FULL_STATE_DICT"],
+    "zero2": ["--use_deepspeed", "--zero_stage", "2"],
+    "zero3": ["--use_deepspeed", "--zero_stage", "3", "--zero3_save_16bit_model", "true"],  # whole weights at the end
+}
+
+
+def _step_spec(recipe: str, model, records, out: Path, per_device: int) -> dict:
+    return {"mode": "step", "recipe": recipe, "model": str(model), "records": records[:2], "out": str(out),
+            "overrides": [f"grpo.max_completion_length={MAX_LEN + 16}", "grpo.num_generations=2",
+                          f"grpo.per_device_train_batch_size={per_device}", "grpo.gradient_accumulation_steps=1",
+                          "grpo.max_steps=1", "grpo.save_strategy='no'", "grpo.learning_rate=0.01",
+                          "grpo.logging_steps=1"]}
+
+
+@pytest.fixture(scope="module")
+def single_step(tiny, records, tmp_path_factory):
+    """One-process reference: one step of each recipe on the same fixed rollouts."""
+    done = {}
+
+    def get(recipe: str) -> Path:
+        if recipe not in done:
+            out = tmp_path_factory.mktemp(f"one_{recipe}")
+            _launch(_step_spec(recipe, tiny, records, out, 4), out, 1)
+            done[recipe] = out
+        return done[recipe]
+
+    return get
+
+
+def _per_question(path: Path) -> dict:
+    res = torch.load(path)
+    got = {}
+    for batch in res["seen"]:
+        for i, q in enumerate(batch["questions"]):
+            mask = batch["completion_mask"][i].bool()
+            got.setdefault(q, []).append(batch["advantages"][i][mask] if batch["advantages"].dim() == 2
+                                         else batch["advantages"][i].expand(int(mask.sum())))
+    return got
+
+
+#: accelerate 1.15 turns ``--use_fsdp`` into FSDP only for GPU-like distributed types
+#: (``AcceleratorState``: MULTI_GPU, MULTI_XPU, ...); two CPU processes run as MULTI_CPU, i.e.
+#: plain DDP, without an error. So FSDP cannot be proven on CPU through ``accelerate launch``.
+FSDP_ON_CPU = ("accelerate launch --use_fsdp with CPU processes silently runs MULTI_CPU (DDP), not FSDP: "
+               "accelerate enables FSDP only for GPU-like distributed types")
+
+
+@pytest.mark.parametrize("engine", [pytest.param(e, marks=pytest.mark.gpu) if e == "fsdp" else e for e in ENGINES])
+@pytest.mark.parametrize("recipe", ["grpo", "mrpo"])
+def test_two_process_engines_match_one_process_after_a_step(engine, recipe, tiny, records, single_step, tmp_path):
+    """Two CPU processes under DDP, FSDP2 and DeepSpeed ZeRO-2/3 (gloo): the same per-rollout
+    (token) advantages, the same logged loss and the same parameters after one step as one
+    process on the same fixed rollouts."""
+    if engine.startswith("zero"):
+        pytest.importorskip("deepspeed")
+    gpus = engine == "fsdp" and torch.cuda.device_count() >= 2
+    if engine == "fsdp" and not gpus:
+        pytest.skip(FSDP_ON_CPU)
+    one = single_step(recipe)
+    out = tmp_path / engine
+    launch_worker(_step_spec(recipe, tiny, records, out, 2), tmp_path,
+                  [*ENGINES[engine], "--num_processes", "2", "--mixed_precision", "no"],
+                  # CPU processes (not ACCELERATE_USE_CPU: with it DeepSpeed falls back to plain DDP)
+                  env={} if gpus else {"CUDA_VISIBLE_DEVICES": ""})
+    ran = torch.load(out / "step_0.pt")
+    assert ran["device"].startswith("cuda" if gpus else "cpu"), ran
+    assert {"ddp": ran["engine"] == "MULTI_CPU", "fsdp": ran["fsdp"], "zero2": ran["zero_stage"] == 2,
+            "zero3": ran["zero_stage"] == 3}[engine], ran
+    ref = _per_question(one / "step_0.pt")
+    got = {}
+    for rank in (0, 1):
+        assert torch.load(out / f"step_{rank}.pt")["world"] == 2
+        for q, advs in _per_question(out / f"step_{rank}.pt").items():
+            got.setdefault(q, []).extend(advs)
+    assert got.keys() == ref.keys()
+    for q in ref:
+        for a, b in zip(sorted(got[q], key=lambda t: t.tolist()), sorted(ref[q], key=lambda t: t.tolist())):
+            torch.testing.assert_close(a, b)
+    loss_one = torch.load(one / "step_0.pt")["loss"]
+    loss_two = torch.load(out / "step_0.pt")["loss"]
+    assert loss_one and loss_two
+    torch.testing.assert_close(torch.tensor(loss_two), torch.tensor(loss_one), rtol=1e-4, atol=1e-5)
+    p1, p2 = torch.load(one / "params.pt"), torch.load(out / "params.pt")
+    assert p1.keys() == p2.keys()
+    for k in p1:
+        # lr 0.01: Adam's first step moves a weight by ~lr * g / (|g| + eps), so gradients near eps
+        # turn float rounding (a different reduction order) into differences up to ~3e-5
+        torch.testing.assert_close(p2[k], p1[k], rtol=1e-3, atol=1e-4, msg=lambda m, k=k: f"{k}: {m}")

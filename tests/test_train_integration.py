@@ -121,6 +121,57 @@ def test_two_rl_steps_compute_rewards_and_change_parameters(name, tiny, records,
     assert (tmp_path / name / "metrics.jsonl").is_file()
 
 
+@pytest.fixture(scope="module")
+def reward_model(tiny, tmp_path_factory):
+    """A tiny sequence-classification reward model on the policy's tokenizer, saved to a folder."""
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForSequenceClassification
+
+    tok = AutoTokenizer.from_pretrained(tiny)
+    torch.manual_seed(0)
+    rm = Qwen2ForSequenceClassification(Qwen2Config(
+        vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+        num_key_value_heads=1, num_labels=1, pad_token_id=tok.pad_token_id))
+    out = tmp_path_factory.mktemp("reward_model")
+    rm.save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", RL_RECIPES)
+def test_every_recipe_takes_a_reward_model_and_checkpoints(name, tiny, records, judge, reward_model, tmp_path):
+    """Each recipe's rewards plus a sequence-classification reward model (by path, as TRL takes
+    a model id): two steps, a checkpoint after each; the reward model is not reward state."""
+    from medrl.train.callbacks import REWARD_STATE_FILE
+    from medrl.train.trainer import MedGRPOTrainer
+
+    if name == "stepgrpo":
+        from medrl.train.pipeline import key_steps_stage
+
+        records = key_steps_stage(records, judge, tmp_path / "key_steps", show_progress=False)
+
+    class WithRewardModel(MedGRPOTrainer):
+        def __init__(self, *a, reward_funcs, args, **kw):
+            args.reward_weights = [*args.reward_weights, 0.5]
+            super().__init__(*a, reward_funcs=[*reward_funcs, str(reward_model)], args=args, **kw)
+
+    from medrl.train.pipeline import train_rl
+
+    recipe = load_recipe(name, profile="cpu", overrides=[f"grpo.max_completion_length={MAX_LEN}", "grpo.save_steps=1"])
+    res = train_rl(recipe, tiny, records, tmp_path / name, judge=judge, train=False, trainer_cls=WithRewardModel,
+                   grpo_overrides={"report_to": "none"})
+    tr = with_teacher(res.trainer, records, recipe.data.get("prompt_style", "think_answer"))
+    assert isinstance(tr.reward_funcs[-1], torch.nn.Module)
+    before = _params(tr.model)
+    tr.train()
+    _check_trained(recipe, tr, before)
+    for step in (1, 2):
+        ckpt = tmp_path / name / f"checkpoint-{step}"
+        assert ckpt.is_dir()
+        state = ckpt / REWARD_STATE_FILE
+        assert (json.loads(state.read_text()).keys() == {"armed"}) if name == "armed" else not state.exists()
+
+
 def test_resume_after_kill_restores_step_optimizer_and_armed_threshold(tiny, records, judge, tmp_path):
     """ARMed: stop after the step-1 checkpoint, resume, and compare with the checkpoint."""
     from transformers import TrainerCallback
@@ -216,8 +267,11 @@ def _fixed_batch_trainer(name, tiny, records, judge, out, overrides=()):
 
 
 def test_unscorable_rollouts_are_excluded_not_scored_zero(tiny, records, judge, tmp_path):
-    """A rollout with a None reward leaves the group baseline, gets advantage 0 and no loss
-    tokens ("exclude", the default); TRL alone ("per_reward") would sum the other rewards."""
+    """A rollout a reward marks UNSCORABLE leaves the group baseline, gets advantage 0 and no
+    loss tokens ("exclude", the default); "per_reward" treats it like TRL's None (sums the other
+    rewards)."""
+    from medrl.types import UNSCORABLE, record_unscorable
+
     results = {}
     for mode in ("exclude", "per_reward"):
         tr, inputs = _fixed_batch_trainer("grpo", tiny, records, judge, tmp_path / mode,
@@ -226,8 +280,8 @@ def test_unscorable_rollouts_are_excluded_not_scored_zero(tiny, records, judge, 
 
         def flaky(prompts, completions, _fn=length_fn, **kw):
             out = _fn(prompts, completions, **kw)
-            out[1] = None  # row 1 (the wrong answer of prompt 1) cannot be scored
-            return out
+            out[1] = UNSCORABLE  # row 1 (the wrong answer of prompt 1) cannot be scored
+            return record_unscorable(flaky, out)
 
         flaky.__name__ = length_fn.__name__
         tr.reward_funcs[2] = flaky

@@ -6,10 +6,13 @@ TRL 1.16 (``trl.trainer.utils.is_async_callable`` checks ``__call__``) runs such
 background event loop, all rows at once; the judge bounds concurrency, caches and de-duplicates.
 From plain code use ``fn.sync(prompts, completions, **columns)``.
 
-``None`` means "unscored" (the judge failed or its reply did not parse; no reference answer;
-the row's own data made scoring fail, logged as a warning): TRL turns it into NaN and leaves the
-row out, so a judge outage never becomes a silent 0 or 1. A misaligned column and a rejected
-API key (:class:`medrl.judges.base.JudgeAuthError`) still raise.
+A row the reward cannot score (the judge failed or its reply did not parse; no reference
+answer; the row's own data made scoring fail, logged as a warning) is
+:data:`medrl.types.UNSCORABLE`, never a silent 0 or 1: ``__call__`` hands TRL ``None`` for it and
+lists the rows in ``fn.last_unscorable``, and the trainer excludes those rollouts
+(``algorithm.unscorable``). A plain ``None`` from a reward means "not applicable" (TRL), which
+the judged rewards never return. ``fn.sync`` returns ``None`` for unscorable rows. A
+misaligned column and a rejected API key (:class:`medrl.judges.base.JudgeAuthError`) still raise.
 
 The judge is ``judge="reference"`` (offline heuristic, default), ``"openai:<model>"`` with
 ``judge_options`` such as ``{"base_url": "http://127.0.0.1:8000/v1", "concurrency": 32}``, or a
@@ -29,7 +32,7 @@ from medrl.rewards import REWARDS
 from medrl.rewards.base import column, reference_text, texts_of
 from medrl.rewards.correctness import decide_correct_async, exact_match, is_closed_question, normalize_answer
 from medrl.rewards.medix import clean_answer
-from medrl.types import Step, StepVerdict
+from medrl.types import UNSCORABLE, Step, StepVerdict, record_unscorable
 
 log = logging.getLogger(__name__)
 
@@ -58,25 +61,26 @@ class JudgedReward:
         self._finish(rows)
         log_metric = kwargs.get("log_metric")
         if callable(log_metric) and texts:
-            log_metric(f"judge/{self.__name__}/unscored_frac", sum(r is None for r in rows) / len(rows))
+            log_metric(f"judge/{self.__name__}/unscored_frac", sum(r is UNSCORABLE for r in rows) / len(rows))
             log_metric(f"judge/{self.__name__}/failures", float(self.judge.stats.failures - before))
-        return list(rows)
+        return record_unscorable(self, rows)
 
-    async def _score_row(self, i: int, text: str, kwargs: dict, n: int) -> float | None:
+    async def _score_row(self, i: int, text: str, kwargs: dict, n: int) -> Any:
         """:meth:`score`, with one row's failure (odd data, an unreadable image) making that row
-        unscored (None, logged) instead of failing the batch; a rejected API key still stops."""
+        UNSCORABLE (logged) instead of failing the batch; a rejected API key still stops."""
         try:
             return await self.score(i, text, kwargs, n)
         except JudgeAuthError:
             raise
         except Exception as exc:  # noqa: BLE001 - the row is excluded and the reason logged
             log.warning("reward %s: row %d unscored (%s: %s)", self.__name__, i, type(exc).__name__, exc)
-            return None
+            return UNSCORABLE
 
     def sync(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
         return run_sync(self(prompts, completions, **kwargs))
 
-    async def score(self, i: int, text: str, kwargs: dict, n: int) -> float | None:
+    async def score(self, i: int, text: str, kwargs: dict, n: int) -> Any:
+        """Row ``i``'s reward: a float, or :data:`~medrl.types.UNSCORABLE` when it cannot be scored."""
         raise TypeError(f"{type(self).__name__} must define score()")
 
     def _finish(self, rows: list) -> None:
@@ -95,7 +99,7 @@ class MedixLLMReward(JudgedReward):
     :func:`~medrl.rewards.correctness.decide_correct_async` in ``"auto"`` mode with this reward's
     judge - the shared answer guard (empty, placeholder, list, hedge, negation, padding -> 0),
     a normalised exact match (-> 1), exact match for closed questions, the judge's strict YES/NO
-    for open ones. No ``<answer>`` block -> 0; no reference -> None; judge unscored -> None.
+    for open ones. No ``<answer>`` block -> 0; no reference or judge unscored -> UNSCORABLE.
     """
 
     uses_correctness = True
@@ -103,17 +107,17 @@ class MedixLLMReward(JudgedReward):
     async def score(self, i: int, text: str, kwargs: dict, n: int) -> float | None:
         ref = reference_text(self._col(kwargs, "answer", n)[i])
         if ref is None:
-            return None
+            return UNSCORABLE
         if kwargs.get("correct") is not None:
             ok = self._col(kwargs, "correct", n)[i]
-            return None if ok is None else float(bool(ok))
+            return UNSCORABLE if ok is None else float(bool(ok))
         image = self._col(kwargs, "images", n)[i] if kwargs.get("images") is not None else self._col(kwargs, "image", n)[i]
         ok = await decide_correct_async(
             parse_response(text).answer, ref, question=self._col(kwargs, "question", n)[i], mode="auto",
             closed=is_closed_question(answer=ref, answer_type=self._col(kwargs, "answer_type", n)[i],
                                       open_ended=self._col(kwargs, "open_ended", n)[i]),
             judge=self.judge, image=image)
-        return None if ok is None else float(ok)
+        return UNSCORABLE if ok is None else float(ok)
 
 
 class MRPOProcessReward(JudgedReward):
@@ -126,7 +130,7 @@ class MRPOProcessReward(JudgedReward):
 
     Project choices: a rollout with no steps (no ``<think>`` block, or an empty one) gets 0 -
     it has no valid step, and MRPO's length reward (Eq. 4) penalises K < K_min separately; no
-    reference answer or an unscored judge verdict -> None.
+    reference answer or an unscored judge verdict -> UNSCORABLE.
 
     After each call, ``fn.last_steps[i]`` holds rollout i's steps (character spans into the
     completion text) and ``fn.last_step_verdicts[i]`` the judge's verdicts (``[]`` for no
@@ -148,7 +152,7 @@ class MRPOProcessReward(JudgedReward):
         ref = reference_text(self._col(kwargs, "answer", n)[i])
         if ref is None:
             self._pending[i] = (steps, None)
-            return None
+            return UNSCORABLE
         if not steps:
             self._pending[i] = (steps, [])
             return 0.0
@@ -167,7 +171,7 @@ class MRPOProcessReward(JudgedReward):
         )
         if not v.scored:
             self._pending[i] = (steps, None)
-            return None
+            return UNSCORABLE
         verdicts = list(v.value)
         self._pending[i] = (steps, verdicts)
         return sum(sv.valid for sv in verdicts) / len(verdicts)
@@ -183,7 +187,7 @@ class CAPOConsistencyReward(JudgedReward):
     leads to the answer and the answer matches its conclusion, else 0.
 
     No ``<think>`` or ``<answer>`` block (or an empty one) -> 0 without a call (nothing to be
-    consistent); judge unscored -> None. The judge never sees the reference (Eq. 1).
+    consistent); judge unscored -> UNSCORABLE. The judge never sees the reference (Eq. 1).
 
     Guards (project additions, run before Eq. 1; issue 10): when the record's reference answer
     is given and is open-ended (not yes/no), an answer that is a bare yes/no (:func:`bare_yes_no`)
@@ -205,7 +209,7 @@ class CAPOConsistencyReward(JudgedReward):
             return 0.0
         question = self._col(kwargs, "question", n)[i] or ""
         v = await self.judge.consistency(question, parsed.reasoning, parsed.answer)
-        return (self.r_cdr if v.value else 0.0) if v.scored else None
+        return (self.r_cdr if v.value else 0.0) if v.scored else UNSCORABLE
 
 
 _YES_NO_WORDS = {"yes", "no", "yeah", "yep", "nope", "true", "false", "correct", "incorrect", "affirmative",

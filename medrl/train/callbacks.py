@@ -3,8 +3,10 @@
 :func:`reload_renamed_weights` works around a transformers 5.x resume bug for Qwen-VL models
 (any ``Trainer`` subclass can call it from ``_load_from_checkpoint``).
 
-Stateful rewards (ARMed's adaptive thresholds, 001_46ab1c0cc2c66f17.txt Eq. 5-12) expose
-``state_dict()`` / ``load_state_dict()``. :func:`save_reward_state` writes them as
+Stateful rewards (ARMed's adaptive thresholds, "Adaptive Reward Function Design" Eq. 5-12) opt
+in explicitly (:class:`medrl.types.StatefulReward`: ``checkpoint_state = True`` plus
+``state_dict()`` / ``load_state_dict()``); having a ``state_dict`` is not enough, since every
+``torch.nn.Module`` reward model has one. :func:`save_reward_state` writes them as
 ``reward_state.json`` into a checkpoint folder and :func:`load_reward_state` puts them back;
 :class:`medrl.train.trainer.MedGRPOTrainer` calls both from the same hooks TRL uses for its own
 adaptive-entropy state (``_save_checkpoint`` / ``_load_optimizer_and_scheduler``), so a resumed
@@ -26,11 +28,18 @@ REWARD_STATE_FILE = "reward_state.json"
 
 
 def stateful_rewards(reward_funcs: Iterable[Any]) -> dict[str, Any]:
-    """Reward functions that carry state across steps, by ``__name__``."""
+    """Reward functions that opted in to checkpointed state (``checkpoint_state = True``,
+    :class:`medrl.types.StatefulReward`), by ``__name__``. Reward models (``nn.Module``) and
+    other objects with a ``state_dict`` but no opt-in are not reward state."""
+    from medrl.types import is_stateful_reward
+
     out = {}
     for fn in reward_funcs:
-        if callable(getattr(fn, "state_dict", None)) and callable(getattr(fn, "load_state_dict", None)):
+        if is_stateful_reward(fn):
             name = getattr(fn, "__name__", type(fn).__name__)
+            for method in ("state_dict", "load_state_dict"):
+                if not callable(getattr(fn, method, None)):
+                    raise TypeError(f"reward {name!r} sets checkpoint_state = True but has no {method}()")
             if name in out:
                 raise ValueError(f"two stateful rewards are both named {name!r}; give them distinct names")
             out[name] = fn
@@ -44,6 +53,11 @@ def save_reward_state(checkpoint_dir: str | os.PathLike, reward_funcs: Iterable[
         return None
     path = Path(checkpoint_dir) / REWARD_STATE_FILE
     state = {name: fn.state_dict() for name, fn in funcs.items()}
+    for name, st in state.items():
+        try:
+            json.dumps(st)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"reward {name!r}: state_dict() must be JSON-serialisable for {path} ({exc})") from None
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(state))
     os.replace(tmp, path)  # never leave a half-written state next to a complete checkpoint

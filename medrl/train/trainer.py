@@ -3,18 +3,24 @@
 TRL does the rollouts, rewards (``_calculate_rewards``), group advantages, loss variants (GRPO,
 DAPO, Dr. GRPO, GSPO, GDPO's normalize-then-sum), KL, vLLM and scale-out. This subclass adds:
 
-1. **MRPO token advantages** (000_20b05565d28598f4.txt Eq. 7, App. D.2-D.3). After TRL has
+1. **MRPO token advantages** (MRPO Sec. 4.2, Eq. 7, App. D.2-D.3). After TRL has
    scored a batch, the process reward's step verdicts (``fn.last_step_verdicts``, from the one
    judge call per rollout - no second call) and step character spans (``fn.last_steps``) are
    mapped onto completion tokens and :func:`medrl.advantages.mrpo_token_advantages` turns the
    (B,) advantages into a (B, T) tensor. TRL's ``_compute_loss`` accepts (B, T) advantages as
-   they are (it only unsqueezes a 1-D tensor); use ``importance_sampling_level="token"``.
-2. **Unscorable rollouts are excluded.** TRL turns a ``None`` reward into NaN and, when *every*
-   reward of a row is NaN, gives the row advantage 0; when only *some* are NaN it sums the
-   others (``nansum``), i.e. scores the missing reward as 0. With ``unscorable="exclude"`` (the
-   default) a row with any NaN becomes all-NaN - it leaves the group baseline and gets advantage
-   0 - and its completion mask is zeroed, so it adds neither policy loss nor KL.
-3. **CAPO corrupted-image rollouts** (002_37d042df30c2f660.txt Eq. 3). Before TRL generates,
+   they are (it only unsqueezes a 1-D tensor). Options defined through one advantage or one
+   ratio per rollout (sequence-level importance sampling, LUSPO, VESPO, the off-policy
+   sequence mask) are refused at start with the reason (:func:`token_advantage_conflicts`).
+2. **Unscorable rollouts are excluded; ``None`` stays "not applicable".** A reward returning
+   ``None`` for a sample means, as in TRL, that it does not apply: TRL turns it into NaN and
+   sums the other rewards (``nansum``); the rollout trains. A reward that *cannot score* a
+   rollout (judge outage, malformed verdict, missing reference) returns
+   :data:`medrl.types.UNSCORABLE`; the reward object hands TRL ``None`` and lists the rows in
+   ``fn.last_unscorable`` (:func:`medrl.types.record_unscorable`). With
+   ``unscorable="exclude"`` (the default) such a row becomes all-NaN - it leaves the group
+   baseline and gets advantage 0 (TRL's rule for all-NaN rows) - and its completion mask is
+   zeroed, so it adds neither policy loss nor KL. ``"per_reward"`` treats it like ``None``.
+3. **CAPO corrupted-image rollouts** (CAPO Sec. 3, Eq. 3). Before TRL generates,
    every prompt's image is corrupted (``medrl.data.corruption.corrupt_image``) and rolled out
    through TRL's own generation backend (HF generate or vLLM) without gradient. Pairing: the
    i-th rollout o_i of a prompt is paired with the i-th corrupted rollout o~_i of the same
@@ -22,7 +28,8 @@ DAPO, Dr. GRPO, GSPO, GDPO's normalize-then-sum), KL, vLLM and scale-out. This s
    corrupted image, seeded by record id, ``capo.seed`` and the step). The texts reach the
    ``capo_perception`` reward as the ``corrupted_completions`` column; they are never part of
    the training batch.
-4. **Stateful rewards** (ARMed's adaptive thresholds) are frozen during evaluation, saved into
+4. **Stateful rewards** (ARMed's adaptive thresholds; opt-in ``checkpoint_state = True``,
+   :class:`medrl.types.StatefulReward` - reward models are not reward state) are frozen during evaluation, saved into
    every checkpoint (``reward_state.json``) and restored on resume - next to TRL's own
    adaptive-entropy state, through the same two hooks.
 5. **Logging** per step, on top of TRL's ``rewards/<name>/mean|std``, ``kl``,
@@ -30,12 +37,12 @@ DAPO, Dr. GRPO, GSPO, GDPO's normalize-then-sum), KL, vLLM and scale-out. This s
    ``ffp/early|mid|late|no_ffp`` (share of judged rollouts whose first failure falls in each
    stage, MRPO Sec. 5.3), ``judge/calls|cache_hits|failures`` (per step), and MRPO's
    ``mrpo/reshaped_frac``, ``correctness/correct_frac``.
-6. **One correctness decision per rollout** (issue 10.4). Before TRL calls the rewards, every
+6. **One correctness decision per rollout**. Before TRL calls the rewards, every
    rollout's answer (and every CAPO corrupted rollout's) is decided once by
    :func:`medrl.rewards.correctness.correctness_column` with ``algorithm.correctness`` and the
    run's judge; the verdicts reach CAPO R_DAR/R_PCR, StepRAR and MediX-R1 R_llm as the
    ``correct`` / ``corrupted_correct`` columns, so no rollout is judged twice.
-7. **Credit evidence** (issue 15): every ``algorithm.log_credit_every`` steps the main process
+7. **Credit evidence**: every ``algorithm.log_credit_every`` steps the main process
    appends a few rollouts with the token advantages exactly as ``_compute_loss`` receives them
    to ``<output_dir>/credit.jsonl`` (:mod:`medrl.train.credit`; ``medrl analyze credit``).
 
@@ -51,8 +58,10 @@ EOS, padding) keep the sequence advantage A_i.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
+import numbers
 from typing import Any, Sequence
 
 import torch
@@ -82,6 +91,66 @@ def resolve_algorithm(algorithm: dict | None) -> dict:
     return alg
 
 
+@contextlib.contextmanager
+def _zero3_init_off():
+    """Turn transformers' DeepSpeed ZeRO-3 hook off for the duration (no-op without ZeRO-3).
+
+    Under ZeRO-3, ``from_pretrained`` builds every model inside ``deepspeed.zero.Init``, i.e.
+    partitioned across processes. A reward-side model that a reward loads on its first call
+    (BERTScore, sentence embeddings) is never wrapped by a DeepSpeed engine, so its partitioned
+    weights fail in its first forward (``RuntimeError: 'weight' must be 2-D``). Such models are
+    small and frozen: load them whole on every process.
+    """
+    from transformers.integrations import deepspeed as hf_ds
+
+    ref = getattr(hf_ds, "_hf_deepspeed_config_weak_ref", None)
+    config = ref() if ref is not None else None
+    if config is None or not hf_ds.is_deepspeed_zero3_enabled():
+        yield
+        return
+    hf_ds.unset_hf_deepspeed_config()
+    try:
+        yield
+    finally:
+        hf_ds.set_hf_deepspeed_config(config)
+
+
+def token_advantage_conflicts(args: Any) -> list[str]:
+    """Why TRL options in ``args`` (a ``GRPOConfig``) cannot take MRPO's (B, T) token advantages.
+
+    TRL's ``_compute_loss`` accepts (B, T) advantages with every option, but some options are
+    defined through one advantage (or one ratio) per rollout, and with token advantages they
+    would silently compute something else. Empty when everything combines.
+    """
+    why = []
+    if getattr(args, "importance_sampling_level", "token") == "sequence":
+        why.append("importance_sampling_level='sequence' (GSPO): one ratio s_i is shared by every token of "
+                   "rollout i, so the gradient of sum_t A_it * s_i is (sum_t A_it) * grad s_i - the step "
+                   "token advantages (MRPO Eq. 7) collapse to their mean and the step credit is lost; "
+                   "use importance_sampling_level='token'")
+    loss = getattr(args, "loss_type", None)
+    if loss == "luspo":
+        why.append("loss_type='luspo' is GSPO's length-scaled sequence-level loss (it needs "
+                   "importance_sampling_level='sequence', see above)")
+    if loss == "vespo":
+        why.append("loss_type='vespo' picks its gamma weight of the sequence ratio by the sign of the "
+                   "rollout's advantage; MRPO gives one rollout tokens of both signs (valid +|A_i|, "
+                   "invalid -f(p)|A_i|)")
+    if getattr(args, "off_policy_mask_threshold", None) is not None:
+        why.append("off_policy_mask_threshold drops whole rollouts by the sign of their advantage; MRPO "
+                   "gives one rollout tokens of both signs")
+    return why
+
+
+def refuse_with_token_advantages(args: Any) -> None:
+    """Raise ValueError naming every option of ``args`` that cannot take MRPO token advantages
+    (:func:`token_advantage_conflicts`); ``None`` (TRL's defaults) passes."""
+    why = token_advantage_conflicts(args) if args is not None else []
+    if why:
+        raise ValueError("algorithm.advantage = 'mrpo' (token advantages) cannot be combined with: "
+                         + "; ".join(why))
+
+
 # --------------------------------------------------------------------------------------------
 
 
@@ -92,11 +161,15 @@ class MedGRPOTrainer(GRPOTrainer):
     Extra keyword arguments (everything else goes to ``GRPOTrainer``):
         algorithm: the recipe's ``algorithm`` section (see :mod:`medrl.train.recipes`).
         judge: the judge behind the judged rewards; only used to log its call statistics.
+        monitor: reward-hacking monitor settings (:class:`medrl.train.monitor.MonitorConfig`, a
+            dict, or False); default: the ``algorithm.monitor`` section.
     """
 
-    def __init__(self, *args, algorithm: dict | None = None, judge: Any = None, **kwargs):
+    def __init__(self, *args, algorithm: dict | None = None, judge: Any = None, monitor: Any = None, **kwargs):
         self.medrl_algorithm = resolve_algorithm(algorithm)
         self.judge = judge
+        if self.medrl_algorithm["advantage"] == "mrpo":
+            refuse_with_token_advantages(kwargs.get("args", args[2] if len(args) > 2 else None))
         super().__init__(*args, **kwargs)
         alg = self.medrl_algorithm
         names = list(self.reward_func_names)
@@ -110,9 +183,6 @@ class MedGRPOTrainer(GRPOTrainer):
             if self.tools:
                 raise ValueError("MRPO token advantages are not supported together with tool calling")
             self._answer_idx = names.index(mrpo["answer_reward"])
-            if self.importance_sampling_level != "token":
-                log.warning("MRPO token advantages are meant for importance_sampling_level='token' "
-                            "(got %r)", self.importance_sampling_level)
         process_name = alg["mrpo"]["process_reward"]
         if process_name in names:
             self._process_fn = self.reward_funcs[names.index(process_name)]
@@ -123,10 +193,20 @@ class MedGRPOTrainer(GRPOTrainer):
                                                                        for f in self.reward_funcs):
             raise ValueError("algorithm.correctness = 'judge' needs a judge (MedGRPOTrainer(judge=...))")
         self._last_rewards = None
+        self._last_unscorable: torch.Tensor | None = None  # (N_total,) bool, gathered
         self._last_texts: list[str] = []
         self._last_ids: list[list[int]] = []
-        # issue 15: a few rollouts with their token advantages -> <output_dir>/credit.jsonl
+        # a few rollouts with their token advantages -> <output_dir>/credit.jsonl
         self._credit = CreditWriter(self.args.output_dir, alg["log_credit_every"], alg["log_credit_rollouts"])
+        # reward-hacking monitor (medrl.train.monitor): `monitor=` or algorithm.monitor; on by default
+        from medrl.judges.cost import attach_judge_cost
+        from medrl.train.monitor import attach_monitor
+
+        self._monitor = attach_monitor(self, monitor)
+        self._judge_cost = attach_judge_cost(self, judge)  # judge tokens, cost, budget (medrl.judges.cost)
+        from medrl.train.dynamic_sampling import attach_dynamic_sampling
+
+        self._dynamic = attach_dynamic_sampling(self)  # DAPO dynamic sampling; None = off (algorithm.dynamic_sampling)
 
     # ---------------------------------------------------------------- rewards
 
@@ -137,14 +217,35 @@ class MedGRPOTrainer(GRPOTrainer):
         if uses_parsed_content(self._tokenizer):  # TRL's parse_response path may drop <think>
             check_reasoning_kept(completions, completion_ids_list, self._tokenizer)
         self._shared_correctness(inputs, completions)
-        rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        if self.medrl_algorithm["unscorable"] == "exclude":
+        for fn in self.reward_funcs:  # never read a previous batch's rows
+            if getattr(fn, "last_unscorable", None) is not None:
+                fn.last_unscorable = None
+        with _zero3_init_off():  # reward encoders loaded lazily here are whole models, not ZeRO-3 shards
+            rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        unscorable = self.accelerator.gather(self._unscorable_rows(len(prompts), rewards.device)).bool()
+        if self.medrl_algorithm["unscorable"] == "exclude" and unscorable.any():
             rewards = rewards.clone()
-            rewards[torch.isnan(rewards).any(dim=1)] = torch.nan
+            rewards[unscorable] = torch.nan  # all-NaN row: TRL leaves it out and gives advantage 0
+        self._last_unscorable = unscorable
+        mode = "train" if self.model.training else "eval"
+        self._metrics[mode]["unscorable_frac"].append(unscorable.float().mean().item())
         self._last_rewards = rewards  # gathered over processes: (N_total, num_rewards)
         self._last_texts = [completion_text(c) for c in completions]
         self._last_ids = [list(ids) for ids in completion_ids_list]
         return rewards
+
+    def _unscorable_rows(self, n: int, device) -> torch.Tensor:
+        """(n,) uint8: 1 for local rows some reward marked UNSCORABLE (``fn.last_unscorable``)."""
+        rows = torch.zeros(n, dtype=torch.uint8, device=device)
+        for fn, name in zip(self.reward_funcs, self.reward_func_names):
+            idx = getattr(fn, "last_unscorable", None)
+            if not idx:
+                continue
+            bad = [i for i in idx if not (isinstance(i, numbers.Integral) and 0 <= i < n)]
+            if bad:
+                raise ValueError(f"reward {name!r}: last_unscorable has rows {bad[:5]} outside this batch of {n}")
+            rows[[int(i) for i in idx]] = 1
+        return rows
 
     def _shared_correctness(self, inputs: list[dict], completions) -> None:
         """Decide every rollout's correctness once (and every CAPO corrupted rollout's), for all
@@ -180,6 +281,8 @@ class MedGRPOTrainer(GRPOTrainer):
 
     def _generate_and_score_completions(self, inputs):
         mode = "train" if self.model.training else "eval"
+        if mode == "train" and self._dynamic is not None and not self._dynamic.active:
+            return self._dynamic.run(self, inputs)  # DAPO dynamic sampling: calls this method once per round
         for fn in self._stateful.values():
             if hasattr(fn, "frozen"):
                 fn.frozen = mode != "train"  # evaluation never moves ARMed's thresholds
@@ -191,7 +294,8 @@ class MedGRPOTrainer(GRPOTrainer):
         start = self.accelerator.process_index * n
         local = self._last_rewards[start : start + n]
         if self.medrl_algorithm["unscorable"] == "exclude":
-            keep = (~torch.isnan(local).all(dim=1)).to(out["completion_mask"].dtype).unsqueeze(1)
+            keep = (~self._last_unscorable[start : start + n]).to(out["completion_mask"].device)
+            keep = keep.to(out["completion_mask"].dtype).unsqueeze(1)
             out["completion_mask"] = out["completion_mask"] * keep
             loss_mask = out["completion_mask"] * out["tool_mask"] if "tool_mask" in out else out["completion_mask"]
             out["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
@@ -202,6 +306,7 @@ class MedGRPOTrainer(GRPOTrainer):
         self._log_medrl_metrics(mode, step_valid)
         if mode == "train":
             self._write_reward_samples()
+            self._monitor.observe(self, inputs, local)  # hacking signals and alerts (medrl.train.monitor)
         # keep last: logs out["advantages"] exactly as _compute_loss will receive them
         if mode == "train" and self._credit.due(self.state.global_step) and self.accelerator.is_main_process:
             self._credit.log(self, inputs, out, seq_advantages, local, step_valid)
