@@ -59,10 +59,12 @@ def test_agreement_between_judges_and_with_human_labels(tmp_path):
     rescore_run(a, FakeJudge(name="flipped", flip=True), tmp_path / "flip", text_metrics=False, n_boot=10,
                 progress=False)
     res = W.agreement_report(a, tmp_path / "flip", tmp_path / "agr")
-    # 9 scored outputs, A: 4 correct / 5 wrong, B flips every label -> p_o = 0,
-    # p_e = (4/9)(5/9) + (5/9)(4/9) = 40/81, kappa = (0 - 40/81) / (1 - 40/81) = -40/41
-    assert res["total"]["n"] == 9 and res["total"]["agreement"] == 0.0
-    assert abs(res["total"]["kappa"] - (-40 / 41)) < 1e-12
+    # 9 scored outputs, A: 4 correct / 5 wrong. The 5 wrong answers contradict their reference, so
+    # the graders' guard scores them 0 before any judge (medrl.equivalence.grading_refusal); B flips
+    # only the 4 judged labels -> B: 0 correct / 9 wrong. p_o = 5/9,
+    # p_e = (4/9)(0/9) + (5/9)(9/9) = 5/9, kappa = (5/9 - 5/9) / (1 - 5/9) = 0
+    assert res["total"]["n"] == 9 and abs(res["total"]["agreement"] - 5 / 9) < 1e-12
+    assert abs(res["total"]["kappa"]) < 1e-12
     human = tmp_path / "human.jsonl"
     rows = load_run(a)
     human.write_text("".join(json.dumps({"id": r["key"], "label": int(r["scores"]["judge_binary"] or 0)}) + "\n"

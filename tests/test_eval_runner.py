@@ -154,9 +154,14 @@ def test_rescore_with_another_judge_does_not_regenerate(tmp_path):
     m = rescore_run(tmp_path / "ev", judge_b, tmp_path / "ev_b", text_metrics=False, n_boot=100, progress=False)
     rows_a, rows_b = load_run(tmp_path / "ev"), load_run(tmp_path / "ev_b")
     assert [r["output"] for r in rows_a] == [r["output"] for r in rows_b]
+    flipped = 0
     for a, b in zip(rows_a, rows_b):
-        if a["scores"]["judge_binary"] is not None:
+        if "guard" in (b["judge"].get("binary_note") or ""):  # refused before any judge: the same 0
+            assert a["scores"]["judge_binary"] == b["scores"]["judge_binary"] == 0.0
+        elif a["scores"]["judge_binary"] is not None:
             assert b["scores"]["judge_binary"] == 1.0 - a["scores"]["judge_binary"]
+            flipped += 1
+    assert flipped >= 1
     assert rows_a[0]["scores"]["judge_report"] == 5.0
     assert m["config"]["rescored_from"].endswith("ev") and m["config"]["judge"]["spec"] == "flipped"
     with pytest.raises(ValueError):

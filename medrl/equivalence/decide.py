@@ -348,3 +348,20 @@ def equivalent(reference: str | None, prediction: str | None, *, question: str |
     if reference is None or not str(reference).strip():
         raise ValueError("equivalent: the reference answer is empty")
     return _equivalent(str(reference), "" if prediction is None else str(prediction), question)
+
+
+def grading_refusal(reference: str | None, prediction: str | None, *, question: str | None = None,
+                    long_form: bool = False) -> str | None:
+    """Why a graded prediction scores 0 without a judge call, or None: the shared guard's shapes
+    first (option labels and one-character counts such as "B" or "2" pass on to the judge,
+    MediX-R1 App. A.2), then, for short answers with a reference, :func:`hard_mismatch`. Used by
+    every grader (the OpenAI judge's ``grade`` and evaluation), so training and evaluation refuse
+    the same answers."""
+    from medrl.answer_guard import guard_answer, strip_answer
+
+    why = guard_answer(prediction, reference, question=question, allow_one_char=True, long_form=long_form)
+    if why or long_form or reference is None or not str(reference).strip():
+        return why
+    if len(strip_answer(prediction)) <= 1:
+        return None
+    return hard_mismatch(reference, prediction, question=question)

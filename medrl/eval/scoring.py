@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from medrl.answer_guard import guard_answer
+from medrl.equivalence import grading_refusal
 from medrl.judges.base import gather_bounded, run_sync
 from medrl.parsing import completion_steps, parse_response, prediction_text  # noqa: F401 (re-exported)
 
@@ -216,10 +216,9 @@ async def _answer(row: dict, judge: Any) -> None:
 async def _grade(row: dict, judge: Any, rubric: str) -> None:
     key = f"judge_{rubric}"
     pred = judged_answer(row)
-    # the shared guard (medrl.answer_guard); option labels and one-character counts ("B", "2") go
-    # on to the judge (MediX-R1 App. A.2), never an automatic 0
-    why = guard_answer(pred, row["reference"], question=row["question"], allow_one_char=True,
-                       long_form=rubric != "binary")
+    # the graders' guard (medrl.equivalence.grading_refusal): shapes, then a hard mismatch with the
+    # reference; option labels and one-character counts ("B", "2") go on to the judge (MediX-R1 App. A.2)
+    why = grading_refusal(row["reference"], pred, question=row["question"], long_form=rubric != "binary")
     if why:
         row["scores"][key] = 0.0
         row["judge"][f"{rubric}_raw"] = ""

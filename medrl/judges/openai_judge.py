@@ -269,8 +269,9 @@ class OpenAIJudge:
         """``image`` is attached for the binary rubric only (judged accuracy, MRPO App. H.1);
         the 0-5 report rubric stays text only (MediX-R1 App. A.3)."""
         msgs = prompts.grade(question, reference, prediction, rubric)  # validates rubric
-        why = guard_answer(prediction, reference, allow_one_char=True, question=question,
-                             long_form=rubric != "binary")
+        from medrl.equivalence import grading_refusal
+
+        why = grading_refusal(reference, prediction, question=question, long_form=rubric != "binary")
         if why:
             return Verdict.ok(0.0, guard=why)
         return await self._submit(msgs, lambda t: parse_score(t, rubric), image if rubric == "binary" else None)

@@ -352,7 +352,12 @@ class HackingMonitor:
             totals = total_rewards(local, weights)
             feats = [rollout_features(t, x, len(i)) for t, x, i in zip(texts, inputs, ids)]
             correct = [x.get("correct") for x in inputs]
-            vec, ok = self._sums(feats, totals, correct, local)[0], 1.0
+            # rows a reward marked UNSCORABLE (judge outage...); a plain None is "not applicable"
+            marked = getattr(trainer, "_last_unscorable", None)
+            start = trainer.accelerator.process_index * len(inputs)
+            unscorable = ([False] * len(inputs) if marked is None
+                          else [bool(u) for u in marked[start:start + len(inputs)].tolist()])
+            vec, ok = self._sums(feats, totals, correct, unscorable)[0], 1.0
         except Exception as exc:  # noqa: BLE001
             log.warning("hacking monitor: this batch's signals failed (%s: %s)", type(exc).__name__, exc)
             vec, ok = [0.0] * len(names), 0.0
@@ -382,7 +387,7 @@ class HackingMonitor:
         return alerts
 
     @staticmethod
-    def _sums(feats, totals, correct, local):
+    def _sums(feats, totals, correct, unscorable):
         """Sums and counts of this process (reduced over processes before the shares are taken)."""
         cats = [c for c in GUARD_CATEGORIES if c != "empty"]
         s: dict[str, float] = {"n": len(feats)}
@@ -399,7 +404,7 @@ class HackingMonitor:
         s["refused"] = sum(1 for f in answered if f["category"] not in (None, "empty"))
         scored = [(f, r) for f, r in zip(feats, totals) if r is not None]
         s["reward"], s["reward_n"] = sum(r for _, r in scored), len(scored)
-        s["unscored"] = sum(1 for row in local if any(v != v for v in row))
+        s["unscored"] = sum(bool(u) for u in unscorable)
         for c in cats:
             hit = [r for f, r in scored if f["category"] == c]
             rest = [r for f, r in scored if f["category"] != c]

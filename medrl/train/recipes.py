@@ -15,7 +15,7 @@ A recipe file (``medrl/recipes/<name>.yaml``) has these sections, each optional 
 ``algorithm``
     what medrl adds to TRL: ``advantage`` (``grpo`` = TRL's sequence advantage, ``mrpo`` =
     step-aware token advantages), the ``mrpo`` shaping options, the ``capo`` corrupted-image
-    rollouts, ``unscorable`` (how a ``None`` reward is treated), ``log_rewards`` and
+    rollouts, ``unscorable`` (how an UNSCORABLE reward value is treated), ``log_rewards`` and
     ``log_credit_every`` / ``log_credit_rollouts`` (``credit.jsonl``, :mod:`medrl.train.credit`).
 ``grpo``
     fields of TRL's :class:`trl.GRPOConfig`, passed through unchanged (loss_type, beta,
@@ -84,9 +84,9 @@ ALGORITHM_DEFAULTS: dict[str, Any] = {
     },
     # CAPO Eq. 3: rollouts on corrupted images, scored for R_PCR, never trained on. None = off.
     "capo": None,
-    # "exclude": a rollout any reward could not score (None) gets no advantage and no loss
-    # (TRL alone would sum the other rewards, i.e. score the missing one as 0).
-    # "per_reward": TRL's behaviour (nansum over the rewards that did score).
+    # "exclude": a rollout some reward marked medrl.types.UNSCORABLE (judge outage, malformed
+    # verdict, missing reference) gets no advantage and no loss. "per_reward": UNSCORABLE counts
+    # like None. In both modes a plain None means "not applicable" (TRL): the other rewards train.
     "unscorable": "exclude",
     # Reward names logged as medrl/answer_reward and medrl/process_reward (MRPO App. G curves).
     "log_rewards": {"answer": None, "process": None},
