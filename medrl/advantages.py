@@ -72,9 +72,9 @@ def grpo_advantages(
 ) -> torch.Tensor:
     """Group-relative advantages ``A_i = (R_i - mean_g(R)) / (std(R) + eps)``.
 
-    Papers: MRPO 000_20b05565d28598f4.txt Eq. 6; ARMed 001_46ab1c0cc2c66f17.txt Eq. 1;
-    CAPO 002_37d042df30c2f660.txt Eq. 5 (its ``+delta`` in the denominator is ``eps``);
-    StepGRPO 004_e0b907c1e61319f8.txt Eq. 4; MediX-R1 003_d5d6a0d73a50ab79.txt Sec. 2.2.
+    Papers: MRPO Eq. 6; ARMed Eq. 1;
+    CAPO Eq. 5 (its ``+delta`` in the denominator is ``eps``);
+    StepGRPO Eq. 4; MediX-R1 Sec. 2.2.
 
     Args:
         rewards: (N,) total reward per completion; NaN = unscorable.
@@ -119,7 +119,7 @@ def grpo_advantages(
 def gdpo_advantages(rewards, weights, group_size: int, eps: float = 1e-4) -> torch.Tensor:
     """GDPO: group-normalise each reward on its own, weighted sum, then normalise over the batch.
 
-    GDPO (arXiv 2601.05242), the baseline of MRPO 000_20b05565d28598f4.txt Table 2:
+    GDPO (arXiv 2601.05242), the baseline of MRPO Table 2:
     ``z_ik = (r_ik - mean_g(r_k)) / (std_g(r_k) + eps)``, ``s_i = sum_k w_k z_ik``,
     ``A_i = (s_i - mean_batch(s)) / (std_batch(s) + eps)``.
 
@@ -195,7 +195,7 @@ def mrpo_token_advantages(
     shaping: str = "exponential",
     strategy: str = "selective",
 ) -> torch.Tensor:
-    """MRPO step-wise token advantages (000_20b05565d28598f4.txt Eq. 7, App. D.2, App. D.3).
+    """MRPO step-wise token advantages (MRPO Eq. 7, App. D.2, App. D.3).
 
     For rollout i with K steps and step k (1-based), ``p_k = (k-1)/(K-1)`` (0 when K = 1).
     For a token of step r_k of a *reshaped* rollout::

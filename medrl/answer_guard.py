@@ -5,8 +5,8 @@ rewards, evaluation) calls :func:`guard_answer` first, so a judge, a reward and 
 cannot disagree about an exploit. It returns the *reason* an answer is rejected, or None to let
 the scorer (exact match, judge, embedding, metric) decide; it never says "correct".
 
-Rules, in order (MediX-R1 003_d5d6a0d73a50ab79.txt Sec. 4.2 "Reward hacking" and App. A.9 for
-the first ones; the rest are this project's heuristics against the exploits listed in issue 10):
+Rules, in order (MediX-R1 Sec. 4.2 "Reward hacking" and App. A.9 for
+the first ones; the rest are this project's heuristics against reward-hacking shapes seen in rollouts):
 
 1. **empty** - nothing after stripping whitespace and '.' (App. A.9 ``strip().strip('.')``).
 2. **one character** - unless it equals a one-character reference ("2" for "How many ...?"), is

@@ -23,12 +23,12 @@ OFFLINE_SUBSTITUTE = "sentence-transformers/all-MiniLM-L6-v2 (offline copy from 
 
 #: The papers' encoders (hub ids) by role; the recipes put them in their reward options.
 PAPER_ENCODERS: dict[str, str] = {
-    # MRPO 000_ Eq. 2 (BERTScore with "BiomedBERT") and ARMed 001_ Sec. "Evaluation metrics"
+    # MRPO Eq. 2 (BERTScore with "BiomedBERT") and ARMed Sec. "Evaluation metrics"
     # (BERTScore with PubMedBERT): Microsoft's PubMedBERT, renamed BiomedBERT on the hub
     "biomedbert": "microsoft/BiomedNLP-BiomedBERT-base-uncased-abstract-fulltext",
-    # ARMed 001_: cosine with BioBERT-mnli-snli-scinli-scitail-mednli-stsb (Deka et al. 2022)
+    # ARMed: cosine with BioBERT-mnli-snli-scinli-scitail-mednli-stsb (Deka et al. 2022)
     "biobert_sts": "pritamdeka/BioBERT-mnli-snli-scinli-scitail-mednli-stsb",
-    # MediX-R1 003_ Sec. 2.3: MedEmbed-large (Balachandran 2024)
+    # MediX-R1 Sec. 2.3: MedEmbed-large (Balachandran 2024)
     "medembed_large": "abhinand/MedEmbed-large-v0.1",
 }
 

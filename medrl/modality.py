@@ -1,6 +1,6 @@
 """MediX-R1 modality tags and the mapping from datasets' modality names to them.
 
-MediX-R1 (003_d5d6a0d73a50ab79.txt, Sec. 2.3 "Modality recognition reward") asks the policy to
+MediX-R1 (Sec. 2.3 "Modality recognition reward") asks the policy to
 prefix its response with one of 16 image-modality tags; the reward is 1 when the tag equals the
 record's. Datasets name modalities their own way ("CT", "MRI", "X-Ray", "x-ray", ...): this module
 maps those names onto the tags. The mapping table is the project's (the paper gives only tags).
@@ -69,7 +69,7 @@ def modality_to_tag(name: str | None) -> str | None:
 #: Keyword rule, in priority order: the first tag whose pattern matches wins, so specific
 #: modalities come before the generic ones they co-occur with ("PET/CT" -> PET_SCAN, "CT
 #: angiography" -> ANGIOGRAPHY, "fundus photograph" -> FUNDUS_PHOTOGRAPHY). The project's
-#: heuristic - MediX-R1 (003_d5d6a0d73a50ab79.txt) tags its data but does not say how.
+#: heuristic - MediX-R1 tags its data but does not say how.
 #: Ambiguous short words are left out ("us", "mr", "echo").
 MODALITY_KEYWORDS: tuple[tuple[str, re.Pattern], ...] = tuple(
     (tag, re.compile(pattern, re.IGNORECASE)) for tag, pattern in (

@@ -56,7 +56,7 @@ def is_well_formed(text: str) -> bool:
     From the first ``<think>`` to the end (trailing whitespace ignored) the text must be exactly
     one ``<think>...</think>``, optional whitespace, one ``<answer>...</answer>``; neither block
     may contain another think/answer tag, and no think/answer tag may come before the first
-    ``<think>`` (an answer block must follow the reasoning, issue 10). Project choice: the papers' regex
+    ``<think>`` (an answer block must follow the reasoning, so an answer written before the thinking cannot pass). Project choice: the papers' regex
     ``<think>.*?</think>\\s*<answer>.*?</answer>`` with ``fullmatch`` would also accept a second
     answer block hidden inside the first, which we reject.
     """

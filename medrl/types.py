@@ -44,7 +44,7 @@ class Step:
 
 @dataclass(frozen=True)
 class StepVerdict:
-    """Judge verdict for one step (MRPO Eq. 3, 000_20b05565d28598f4.txt).
+    """Judge verdict for one step (MRPO Eq. 3, MRPO).
 
     ``gold_alignment`` and ``answer_contribution`` are 0/1; the step is valid
     (R_proc(r_k) = 1) when either is 1.

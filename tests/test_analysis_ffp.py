@@ -1,5 +1,5 @@
 """FFP, FAR, stages, bins, paired tables and transition matrices against hand-worked cases
-(MRPO 000_20b05565d28598f4.txt Sec. 3, Sec. 5.3, App. E.2)."""
+(MRPO Sec. 3, Sec. 5.3, App. E.2)."""
 
 import math
 

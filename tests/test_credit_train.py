@@ -1,6 +1,6 @@
 """Credit evidence written during training (issue 15): ``<run>/credit.jsonl`` holds exactly the
 advantages ``_compute_loss`` received, MRPO's shaped values on the invalid steps of wrong-answer
-rollouts (000_20b05565d28598f4.txt Eq. 7), and GRPO's A_i constant over each rollout.
+rollouts (MRPO Eq. 7), and GRPO's A_i constant over each rollout.
 
 One real optimizer step per estimator on a tiny Qwen2.5-VL with teacher rollouts
 (:func:`medrl.train.teacher.install_teacher`, ``replace_all``): per prompt, a right answer with a

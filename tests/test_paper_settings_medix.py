@@ -1,4 +1,4 @@
-"""MediX-R1 modality tags for records that lack them (003_d5d6a0d73a50ab79.txt Sec. 2.3.4):
+"""MediX-R1 modality tags for records that lack them (MediX-R1 Sec. 2.3.4):
 the documented keyword heuristic, the explicit ``modality_tag`` column, and the rule that a
 missing tag scores the modality term 0 - it never excludes a rollout."""
 

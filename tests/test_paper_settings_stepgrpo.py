@@ -1,4 +1,4 @@
-"""StepGRPO as the paper ran it (004_e0b907c1e61319f8.txt Sec. 3.2.2): StepRAR reads the
+"""StepGRPO as the paper ran it (StepGRPO Sec. 3.2.2): StepRAR reads the
 augmented ``key_step_forms``, soft matching is the default, key steps extracted from a gold
 reasoning are found in it (k = 1), StepRVR wants the description first and the answer last."""
 

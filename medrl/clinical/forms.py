@@ -1,6 +1,6 @@
 """Equivalent written forms of short medical phrases, built on the shared lexicon.
 
-StepGRPO (004_e0b907c1e61319f8.txt Sec. 3.2.2) augments each key step "into multiple
+StepGRPO (Sec. 3.2.2) augments each key step "into multiple
 equivalent formats" so that soft matching does not miss a step written differently; the paper
 does not list the formats. :func:`equivalent_forms` is the project's rule-based version, shared
 by key-step curation (:mod:`medrl.data.curation.key_steps`) and the StepRAR matcher

@@ -1,6 +1,6 @@
 """Image corruption for CAPO's perceptual-cognitive consistency reward.
 
-CAPO (002_37d042df30c2f660.txt, Eq. 3 and Tables 5-6) rolls the policy out a second time on a
+CAPO (Eq. 3 and Tables 5-6) rolls the policy out a second time on a
 corrupted image and rewards rollouts whose accuracy drops. Corruptions:
 
 - ``diffusion`` (default): forward diffusion noise at step t of a DDPM with the linear beta

@@ -3,7 +3,7 @@
 Open-ended modes (``open_only`` of :func:`medrl.data.load_records`, ``--open`` of the CLI):
 
 - ``"papers"`` (``True``): the papers' sense - drop binary (yes/no) answers and multiple-choice
-  records (options shown to the model). MRPO 000_20b05565d28598f4.txt App. C.1: "we exclude
+  records (options shown to the model). MRPO App. C.1: "we exclude
   binary and multiple-choice questions", giving 200 VQA-RAD test records; this mode gives
   exactly 200 on the official test split.
 - ``"answer_type"``: the dataset's own OPEN/CLOSED field only (179 on the VQA-RAD test split:

@@ -4,7 +4,7 @@ MedThink (R-RAD, R-SLAKE, R-Path) ships a JSON file per benchmark: a dict keyed 
 (a list is accepted too), each entry with ``question``, ``choices``, ``answer`` (text, or an index
 into ``choices``), ``solution`` (the rationale) and ``image`` or ``img_name`` / ``img_id``.
 
-MRPO (000_20b05565d28598f4.txt, App. C.1) aligns training records to MedThink "by exact matching
+MRPO (App. C.1) aligns training records to MedThink "by exact matching
 on the image, question, and answer triple". :func:`attach_rationales` does that: the image is
 matched by its file name (or by the last folder + file name, or SLAKE's ``img_id`` / folder
 name, since every SLAKE image is called ``source.jpg``); question and answer must be equal after

@@ -7,7 +7,7 @@ and the options either as ``Choice A`` .. ``Choice D`` (values like ``"A:Compute
 or one ``Choices`` column (a list literal or ``|``-separated); ``Answer_label`` (A-D) when given.
 
 By default the question is asked open-ended, without the options, and the answer is the text
-of the correct option (MRPO 000_20b05565d28598f4.txt App. C.1 evaluates PMC-VQA "in an
+of the correct option (MRPO App. C.1 evaluates PMC-VQA "in an
 open-ended setting"). ``with_choices=True`` appends the options to the question; such records
 are multiple-choice (``open_ended`` False, ``extras["choices_in_prompt"]`` True).
 

@@ -1,7 +1,7 @@
 """System prompts per recipe style, the chat prompt TRL expects, and SFT targets.
 
 Styles: ``think_answer`` (MRPO, ARMed, CAPO, StepGRPO: reasoning in ``<think>``, answer in
-``<answer>``), ``modality_think_answer`` (MediX-R1 003_d5d6a0d73a50ab79.txt Sec. 2.2: the same,
+``<answer>``), ``modality_think_answer`` (MediX-R1 Sec. 2.2: the same,
 preceded by one of the 16 modality tags) and ``plain`` (a direct answer; the SFT baseline).
 The wording is this project's own.
 """

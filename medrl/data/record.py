@@ -83,7 +83,7 @@ def is_open_ended_answer(answer: str | None, *, multiple_choice: bool = False) -
     """Open-ended in the papers' sense: a free-text answer, neither yes/no nor a choice among
     options shown to the model.
 
-    MRPO (000_20b05565d28598f4.txt, App. C.1): "we exclude binary and multiple-choice questions
+    MRPO (App. C.1): "we exclude binary and multiple-choice questions
     to focus on open-ended instances, where answers are provided as free-form text", giving 200
     VQA-RAD test records. On the official VQA-RAD test split this rule gives exactly 200 (179
     with ``answer_type`` OPEN plus 21 CLOSED "A or B?" questions whose answer is free text);

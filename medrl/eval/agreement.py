@@ -1,6 +1,6 @@
 """Agreement between two raters: agreement rate and Cohen's kappa (MRPO App. B.1).
 
-MRPO (000_20b05565d28598f4.txt, App. B.1, Table 3) validates its judges against a human rater
+MRPO (App. B.1, Table 3) validates its judges against a human rater
 with the agreement rate (share of items both raters label identically) and Cohen's kappa,
 which corrects for chance agreement:
 

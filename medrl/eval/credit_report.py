@@ -11,7 +11,7 @@ report (Markdown + self-contained HTML + PNG):
   several runs logged the same prompt (GRPO and MRPO from the same seed and data order do),
   their rollouts of that prompt at the same step stand side by side.
 - **Advantage by relative step position.** For wrong-answer rollouts (R_ans <= tau), the
-  mean token advantage of step k at p_k = (k-1)/(K-1) (MRPO 000_20b05565d28598f4.txt Eq. 7,
+  mean token advantage of step k at p_k = (k-1)/(K-1) (MRPO Eq. 7,
   App. D.2). Divided by |A_i| the invalid steps of an MRPO run with exponential shaping lie on
   -e^(1-p) (drawn for reference); GRPO's lie on A_i/|A_i| = -1 (every token gets A_i).
 

@@ -1,10 +1,10 @@
 """The judge protocol: the six tasks every method asks of a judge, each returning a Verdict.
 
-Papers: MRPO (000_20b05565d28598f4.txt, Sec. 4.1 and App. C.3) judges every step of a rollout in
-one call; CAPO (002_37d042df30c2f660.txt, Eq. 1) asks whether the reasoning leads to the answer;
-MediX-R1 (003_d5d6a0d73a50ab79.txt, Sec. 2.3 and 3) asks a strict YES/NO for answer correctness
-and grades evaluations (binary JSON, 0-5 rubric); ARMed (001_46ab1c0cc2c66f17.txt, App.) audits
-VQA pairs; StepGRPO (004_e0b907c1e61319f8.txt, Sec. 3.2) extracts key steps.
+Papers: MRPO (Sec. 4.1 and App. C.3) judges every step of a rollout in
+one call; CAPO (Eq. 1) asks whether the reasoning leads to the answer;
+MediX-R1 (Sec. 2.3 and 3) asks a strict YES/NO for answer correctness
+and grades evaluations (binary JSON, 0-5 rubric); ARMed (App.) audits
+VQA pairs; StepGRPO (Sec. 3.2) extracts key steps.
 
 Every method is ``async`` and returns a :class:`medrl.types.Verdict`; when the judge cannot give a
 trustworthy verdict it returns ``Verdict.unscored(...)`` - never a pass by default. Any object

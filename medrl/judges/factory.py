@@ -73,7 +73,7 @@ def build_judge(
 def resolve_images(spec: str | Judge, setting: Any) -> bool:
     """A recipe's ``judge.images`` (true | false | auto) or ``--judge-images`` for ``spec``:
     "auto" is on for an ``openai:`` judge and off for the text-only reference judge (MRPO's
-    recipe uses it: its judge sees the image, 000_20b05565d28598f4.txt App. H.1-H.2)."""
+    recipe uses it: its judge sees the image, MRPO App. H.1-H.2)."""
     if setting is None or setting is False:
         return False
     if setting is True:

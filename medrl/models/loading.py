@@ -42,7 +42,7 @@ SHORTHANDS = ("tiny", "default")
 @dataclass
 class LoraSpec:
     """LoRA settings. Defaults follow the MRPO SFT baseline recipe (r=8, alpha=32, dropout 0.05;
-    MRPO 000_20b05565d28598f4.txt, implementation details of the SFT baseline).
+    MRPO implementation details of the SFT baseline).
 
     ``target_modules=None`` targets the language model's attention and MLP projections;
     ``modules_to_save=None`` takes them from the model folder's ``medrl_policy.json`` (modules

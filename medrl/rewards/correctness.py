@@ -1,8 +1,8 @@
 """Is a rollout's answer correct? One decision shared by every method, the trainer, curation and eval.
 
-StepGRPO's StepRAR (004_e0b907c1e61319f8.txt Eq. 2: ans = y), CAPO's R_DAR and R_PCR
-(002_37d042df30c2f660.txt Eq. 2-3: "o_i is correct") and MediX-R1's R_llm
-(003_d5d6a0d73a50ab79.txt Sec. 2.3.1: a strict YES/NO judge) all reward a *correct* final
+StepGRPO's StepRAR (StepGRPO Eq. 2: ans = y), CAPO's R_DAR and R_PCR
+(CAPO Eq. 2-3: "o_i is correct") and MediX-R1's R_llm
+(MediX-R1 Sec. 2.3.1: a strict YES/NO judge) all reward a *correct* final
 answer. Those papers decide it by string comparison (closed questions) or a judge (open ones).
 Here it is one function, :func:`decide_correct`, in this order:
 

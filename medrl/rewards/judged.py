@@ -91,7 +91,7 @@ class JudgedReward:
 
 
 class MedixLLMReward(JudgedReward):
-    """MediX-R1 R_llm (003_d5d6a0d73a50ab79.txt Sec. 2.3.1 and App. A.9): 1 if the answer is
+    """MediX-R1 R_llm (MediX-R1 Sec. 2.3.1 and App. A.9): 1 if the answer is
     correct, else 0.
 
     Correctness is the one per-rollout decision of :mod:`medrl.rewards.correctness`: in training
@@ -121,7 +121,7 @@ class MedixLLMReward(JudgedReward):
 
 
 class MRPOProcessReward(JudgedReward):
-    """MRPO process reward: mean over steps of R_proc(r_k) (000_20b05565d28598f4.txt Eq. 3, 5).
+    """MRPO process reward: mean over steps of R_proc(r_k) (MRPO Eq. 3, 5).
 
     R_proc(r_k) = 1 when the judge marks step k as gold-aligned or answer-contributing; one judge
     call rates all steps of a rollout (App. C.3). Steps are the sentences of ``<think>``
@@ -183,13 +183,13 @@ class MRPOProcessReward(JudgedReward):
 
 
 class CAPOConsistencyReward(JudgedReward):
-    """CAPO R_CDR (002_37d042df30c2f660.txt Eq. 1): r_cdr (0.1) when the judge says the reasoning
+    """CAPO R_CDR (CAPO Eq. 1): r_cdr (0.1) when the judge says the reasoning
     leads to the answer and the answer matches its conclusion, else 0.
 
     No ``<think>`` or ``<answer>`` block (or an empty one) -> 0 without a call (nothing to be
     consistent); judge unscored -> UNSCORABLE. The judge never sees the reference (Eq. 1).
 
-    Guards (project additions, run before Eq. 1; issue 10): when the record's reference answer
+    Guards (project additions, run before Eq. 1): when the record's reference answer
     is given and is open-ended (not yes/no), an answer that is a bare yes/no (:func:`bare_yes_no`)
     and not the reference itself gets 0 without a call - it cannot answer the question, however
     consistent its reasoning.

@@ -1,6 +1,6 @@
 """Credit evidence: a few rollouts per logged step with the token advantages the loss used.
 
-TRL and verl log one reward and one advantage per sequence. MRPO's claim (000_20b05565d28598f4.txt
+TRL and verl log one reward and one advantage per sequence. MRPO's claim (MRPO
 Eq. 7, App. D.2-D.3) is about *where* in a rollout the signal lands: on the tokens of invalid
 steps, exponentially more on early ones, only when the answer is wrong. To make that visible,
 :class:`CreditWriter` appends to ``<run>/credit.jsonl``, every ``algorithm.log_credit_every``

@@ -4,14 +4,14 @@
 - :func:`run_recipe`: a whole recipe in a run folder. Single-stage RL recipes train directly in
   the run folder; multi-stage recipes run their ``stages`` in ``<run>/stages/NN_<name>/``:
 
-  * ARMed (001_46ab1c0cc2c66f17.txt, "Medical Thinking Knowledge Injection"): RL (ARMed-I) ->
+  * ARMed ("Medical Thinking Knowledge Injection"): RL (ARMed-I) ->
     knowledge injection (exemplar questions picked by
     :func:`medrl.data.curation.exemplars.knowledge_exemplars`; ARMed-I writes their chain of
     thought, which becomes the record's ``gold_reasoning``, the reference answer stays the target;
     only chains of thought whose answer the shared correctness decision accepts are kept)
     -> SFT (ARMed-A) -> the same RL again (ARMed-R). ARMed's VQA refinement runs first when
     ``data.refine`` is true (opt-in, :func:`refine_stage`; any recipe).
-  * StepGRPO (004_e0b907c1e61319f8.txt Sec. 3.2): key-step extraction by the judge (StepRAR
+  * StepGRPO (Sec. 3.2): key-step extraction by the judge (StepRAR
     needs them) -> warm-up SFT on chain-of-thought targets (Eq. 1) -> RL.
 
   Each finished stage writes ``DONE`` (its output model folder); a resumed pipeline skips done
@@ -55,7 +55,7 @@ def load_training_records(recipe: Recipe, data: str, data_dir: str | None = None
 
     Recipe ``data`` keys: ``split``, ``open_only``, ``limit``, ``rationales`` (a MedThink file, or
     a list of them - R-RAD, R-SLAKE, R-Path - joined as gold reasoning, :mod:`medrl.data.medthink`) and ``require_gold_reasoning`` (MRPO
-    000_ App. C.1 trains only on records aligned with a MedThink rationale: the others are
+    MRPO App. C.1 trains only on records aligned with a MedThink rationale: the others are
     dropped; none left is an error). The matched/unmatched counts are logged and put in
     ``report["gold_reasoning"]``; when a step-verifying reward runs on records without gold
     reasoning, a warning says its judge sees only their evidence.
@@ -263,7 +263,7 @@ def knowledge_injection(model: str | os.PathLike, records: Sequence, output_dir:
 
 
 def refine_stage(records: Sequence, judge: Any, output_dir: Path, **options: Any) -> list:
-    """ARMed's VQA refinement (001_46ab1c0cc2c66f17.txt Appendix "VQA Refinement"), opt-in as
+    """ARMed's VQA refinement (ARMed Appendix "VQA Refinement"), opt-in as
     the first pipeline stage (``data.refine: true``): the judge audits every question-answer
     pair and rewrites misaligned questions
     (:func:`medrl.data.curation.refine.refine_vqa`). Resumable (``audit.jsonl``). The offline
@@ -284,7 +284,7 @@ def refine_stage(records: Sequence, judge: Any, output_dir: Path, **options: Any
 
 
 def key_steps_stage(records: Sequence, judge: Any, output_dir: Path, **options: Any) -> list:
-    """StepGRPO key steps (004_e0b907c1e61319f8.txt Sec. 3.2.2): pre-extract each record's key
+    """StepGRPO key steps (StepGRPO Sec. 3.2.2): pre-extract each record's key
     steps with the judge (from the gold reasoning; evidence-based without one, see
     :func:`medrl.data.curation.key_steps.extract_key_steps`). Resumable (``key_steps.jsonl``)."""
     from medrl.data import write_jsonl

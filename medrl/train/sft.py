@@ -6,7 +6,7 @@ and the completion is the target in the recipe's answer format
 (:func:`medrl.data.prompts.format_target`: ``<think>reasoning</think><answer>answer</answer>``,
 with the gold reasoning when the record has one). The loss covers the completion only.
 
-Defaults follow the MRPO SFT baseline (000_20b05565d28598f4.txt App. C.2: LoRA r=8, alpha=32,
+Defaults follow the MRPO SFT baseline (MRPO App. C.2: LoRA r=8, alpha=32,
 dropout 0.05, learning rate 2e-5, 3 epochs), which StepGRPO and ARMed also use as warm-up.
 
 Run folder (``output_dir``)::

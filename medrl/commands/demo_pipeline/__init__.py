@@ -11,7 +11,7 @@ What runs (each stage writes into the output folder and is skipped when its outp
 4. ``grpo``     GRPO from the warm-up model (``recipes/grpo.yaml``, MRPO's rewards, sequence-level
                 advantage).
 5. ``mrpo``     MRPO from the same warm-up model, with the same seed, data order and budget
-                (``recipes/mrpo.yaml``: step-aware token advantages, 000_20b05565d28598f4.txt Eq. 7).
+                (``recipes/mrpo.yaml``: step-aware token advantages, MRPO Eq. 7).
                 Both RL stages log every step's rollouts with their token advantages
                 (``credit.jsonl``, :mod:`medrl.train.credit`).
 6. ``eval_*``   warm-up, GRPO and MRPO models on the same test records (:func:`medrl.eval.runner.run_eval`:

@@ -1,4 +1,4 @@
-"""CAPO mixed-difficulty filter (002_37d042df30c2f660.txt, Sec. 3.1 "Med-Zero-17K").
+"""CAPO mixed-difficulty filter (CAPO, Sec. 3.1 "Med-Zero-17K").
 
 "Sampling 10 responses from the base model with a temperature of 0.9, then excluding QA pairs
 answered entirely correct or entirely incorrect": a question is kept when 0 < correct < n.

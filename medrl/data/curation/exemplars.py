@@ -1,4 +1,4 @@
-"""ARMed medical-thinking knowledge-injection exemplars (001_46ab1c0cc2c66f17.txt, Sec.
+"""ARMed medical-thinking knowledge-injection exemplars (ARMed, Sec.
 "Medical Thinking Knowledge Injection").
 
 "High-frequency answers [are] those occurring more than a threshold ... we encode questions

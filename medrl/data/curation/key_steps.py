@@ -1,4 +1,4 @@
-"""StepGRPO key-step extraction (004_e0b907c1e61319f8.txt, Sec. 3.2 "StepRAR").
+"""StepGRPO key-step extraction (StepGRPO, Sec. 3.2 "StepRAR").
 
 Key steps are "the essential variables and equations that directly contribute to the final
 solution", extracted from the gold reasoning by an LLM and cut down to "the core few words";
