@@ -39,14 +39,14 @@ _TRAILING_NEG = (r"no|none|nil|nope|absent|negative|neg|false|not present|not se
                  r"not detected|not found|not noted|not demonstrated|ruled out|excluded|resolved|has resolved|"
                  r"gone|cleared|denied|not|non existent|nonexistent|missing|unlikely")
 _TRAILING = re.compile(
-    r"^(?P<x>.*?[a-z0-9].*?)\s*(?:[:=(\[,;]\s*|-\s+|\s+-\s*|\s+(?:is|are|was|were|has been|have been|being)\s+|\s+)"
+    r"^(?P<x>[^a-z0-9]*[a-z0-9].*?)\s*(?:[:=(\[,;]\s*|-\s+|\s+-\s*|\s+(?:is|are|was|were|has been|have been|being)\s+|\s+)"
     r"(?P<neg>" + _TRAILING_NEG + r")\s*[)\]]?\s*[.!]*$")
 _PRE_NEG = re.compile(
     r"\b(?:resolved|resolving|resolution of|healed|cleared|history of|hx of|prior|previous|previously|former|"
     r"status post|s/p|post-?resolution|free of|absence of|lack of|lacking|negative for|no evidence of|no signs? of|"
     r"ruled out|rules out|rule out|excluding|excludes|deny|denies|denied|never)\s+")
 _SUFFIX_NEG = re.compile(r"\b([a-z][a-z0-9]*)(?:[- ]negative|-free)\b")
-_WHOLE_SUFFIX_NEG = re.compile(r"^(.*?[a-z0-9].*?)(?:[- ]negative|-free)\s*[.!]*$")
+_WHOLE_SUFFIX_NEG = re.compile(r"^([^a-z0-9]*[a-z0-9].*?)(?:[- ]negative|-free)\s*[.!]*$")
 _SUFFIX_POS = re.compile(r"\b([a-z][a-z0-9]*)[- ]positive\b")
 _FOREIGN_NEG = re.compile(
     r"\b(?:kein|keine|keinen|keiner|nein|nicht|ohne|sin|sans|pas|aucun|aucune|senza|nessun|nessuna|nessuno|"
@@ -57,8 +57,8 @@ _SIDE_ABBREV = re.compile(r"(?<![\w'-])(r|rt|l|lt)\.?(?=\s+[a-z]{2,})|(?<=[a-z',
                           r"^(r|rt|l|lt)\.?$", re.IGNORECASE)
 _SIDE_PAREN = re.compile(r"\(\s*(r|l)\s*\)", re.IGNORECASE)
 _ANSWER_LEAD = re.compile(r"(?:the\s+)?(?:final\s+)?answer(?:\s+is)?:?")
-_ZERO_TRAILING = re.compile(r"^(?P<x>.*?[a-z].*?)\s*[:=]\s*0\s*[.!]*$")
-_AFFIRM_TRAILING = re.compile(r"^(?P<x>.*?[a-z].*?)\s*[:=(\[,;-]\s*(?:yes|present|positive|true|seen)\s*[)\]]?\s*[.!]*$")
+_ZERO_TRAILING = re.compile(r"^(?P<x>[^a-z]*[a-z].*?)\s*[:=]\s*0\s*[.!]*$")
+_AFFIRM_TRAILING = re.compile(r"^(?P<x>[^a-z]*[a-z].*?)\s*[:=(\[,;-]\s*(?:yes|present|positive|true|seen)\s*[)\]]?\s*[.!]*$")
 _NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
                  "twelve")
 _ORDINAL_WORDS = ("zeroth", "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
