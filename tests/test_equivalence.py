@@ -247,3 +247,22 @@ def test_independent_metamorphic_generator_rates():
             n[v.preserves][1] += 1
     assert n[True][0] / n[True][1] >= 0.95, n
     assert n[False][0] / n[False][1] <= 0.01, n
+
+
+def test_negation_shapes_read_in_linear_time():
+    """A padded answer must not make the negation regexes backtrack quadratically: reading an
+    answer 4x longer costs about 4x (quadratic would be 16x); a ratio from one run, no clock limit."""
+    import time
+
+    from medrl.equivalence.structure import rewrite_negations
+
+    def cost(n: int) -> float:
+        text = "the liver is normal and " * (n // 24) + ": no"
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            rewrite_negations(text)
+            best = min(best, time.perf_counter() - t0)
+        return best
+
+    assert cost(16000) / max(cost(4000), 1e-6) < 9
