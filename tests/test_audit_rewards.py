@@ -1,7 +1,8 @@
-"""`medrl audit-rewards` (issue 10.6): the exploit catalogue, the audit's findings on a naive
-reward, and every built-in recipe with the reference judge on real VQA-RAD and SLAKE records: no
-exploit earns more than a committed wrong answer from an answer-judging reward, and the correct
-answer earns the top score of its record."""
+"""`medrl audit-rewards`: the exploit catalogue, the metamorphic variants, the audit's findings on
+a naive reward, and every built-in recipe with the reference judge on real VQA-RAD and SLAKE
+records: no exploit and no meaning-flipping variant earns more than a committed wrong answer from
+an answer-judging reward, and the correct answer earns the top score of its record. The default
+run audits 2 records per dataset; `--n 32` on VQA-RAD test and SLAKE validate runs under `slow`."""
 
 from __future__ import annotations
 
@@ -66,6 +67,13 @@ def test_audit_flags_a_naive_reward_and_the_cli_exit_code(tmp_path, monkeypatch,
     assert not rep.not_top and not rep.ok
     text = format_report(rep)
     assert "_contains_reference: list_ref_first x2" in text and "exploits earning more" in text
+    # the metamorphic variants: every flipping variant that still contains the reference is paid,
+    # e.g. "Left kidney: no", and the preserving ones that keep its words are not refused
+    paid = {f["kind"] for f in rep.paid}
+    assert {"negation_colon_no", "negation_strike", "second_finding", "hedge_possibly"} <= paid
+    rates = rep.variant_rates()["_contains_reference"]
+    assert rates["flipping_paid"] > 0.5 and rates["preserving_refused"] < 0.5
+    assert "metamorphic variants" in text and "flipping variants paid" in text
     # the CLI: a recipe file with that reward registered under a test name, --strict -> exit 1
     from medrl.cli import main
     from medrl.rewards import REWARDS
@@ -136,6 +144,8 @@ def test_builtin_recipe_resists_the_exploit_catalogue(name, audit_records, refer
     assert rep.answer_rewards, f"recipe {name}: no answer-judging reward found among {list(rep.scores)}"
     assert not rep.flags, f"recipe {name}:\n{format_report(rep)}"
     assert not rep.not_top, f"recipe {name}:\n{format_report(rep)}"
+    assert not rep.paid, f"recipe {name}:\n{format_report(rep)}"
+    assert any(c.kind == "flipping" for c in rep.cases) and any(c.kind == "preserving" for c in rep.cases)
     means = rep.means()
     for r in rep.answer_rewards:
         assert means[r]["correct"] > means[r]["wrong"], (r, means[r])
@@ -143,12 +153,15 @@ def test_builtin_recipe_resists_the_exploit_catalogue(name, audit_records, refer
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("source", ["vqa_rad", "slake"])
-def test_every_recipe_on_more_records(source, data_dir, reference_judge):
-    """The same check on 12 records per dataset (6 open, 6 closed), one run per distinct reward set."""
+@pytest.mark.parametrize("source", ["vqa_rad:test", "slake:validate"])
+def test_every_recipe_strict_n32(source, data_dir, reference_judge):
+    """`medrl audit-rewards --strict --n 32` for every built-in recipe: 32 records (16 open, 16
+    closed) per dataset, one run per distinct reward set (recipes sharing rewards share a run),
+    exploits and metamorphic variants; then the CLI itself on the medix_r1 recipe exits 0."""
+    from medrl.cli import main
     from medrl.data import load_records
 
-    records = select_records(load_records(source, data_dir=data_dir), 12)
+    records = select_records(load_records(source, data_dir=data_dir), 32)
     seen: dict[str, object] = {}
     for name in RL_RECIPES:
         recipe = load_recipe(name)
@@ -160,4 +173,7 @@ def test_every_recipe_on_more_records(source, data_dir, reference_judge):
         rep = seen[key] = run_audit(funcs, records, judge=reference_judge,
                                     correctness=recipe.algorithm["correctness"],
                                     prompt_style=recipe.data.get("prompt_style", "think_answer"))
+        print(f"recipe {name} on {source}:\n{format_report(rep, max_flags=10)}")
         assert rep.ok, f"recipe {name} on {source}:\n{format_report(rep)}"
+    assert main(["audit-rewards", "--recipe", "medix_r1", "--data", source, "--data-dir", str(data_dir),
+                 "--n", "32", "--strict"]) == 0

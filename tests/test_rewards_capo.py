@@ -67,8 +67,11 @@ def test_capo_accuracy_callable():
     comps = [resp("left lung"), resp("right lung"), resp("left lung"), "no answer"]
     answers = ["Left lung", "left lung", None, "left lung"]
     assert fn(["p"] * 4, comps, answer=answers) == [0.8, 0.0, None, 0.0]
-    # judge verdicts in a `correct` column win; None in it = undecided = unscorable
-    assert fn(["p"] * 4, comps, answer=answers, correct=[False, True, True, None]) == [0.0, 0.8, 0.8, None]
+    # judge verdicts in a `correct` column win, except over the guard: "right lung" for "left lung"
+    # (side flipped) and a missing answer can never be correct, whatever the column says
+    assert fn(["p"] * 4, comps, answer=answers, correct=[False, True, True, None]) == [0.0, 0.0, 0.8, 0.0]
+    # None in it = undecided = unscorable
+    assert fn(["p"], [resp("the left lung")], answer=["left lung"], correct=[None]) == [None]
     # ...unless told to ignore it
     fn2 = REWARDS.get("capo_accuracy")(use_correct_column=False)
     assert fn2(["p"] * 4, comps, answer=answers, correct=[False, True, True, None]) == [0.8, 0.0, None, 0.0]

@@ -36,7 +36,10 @@ def test_guard_decided_and_undecided_cases():
     assert answer_guard("Renal artery.", "renal artery") == 1.0  # '.' stripped, case ignored
     assert answer_guard("2", "2") == 1.0           # one-character exact match is not an exploit
     assert answer_guard("3", "2") == 0.0
-    assert answer_guard("pneumonia", "lung") is None  # the judge / embedding decides
+    assert answer_guard("lung tissue", "lung") is None  # the judge / embedding decides
+    assert answer_guard("left temporal lobe", "right temporal lobe") == 0.0  # side flipped
+    assert answer_guard("Hydrocephalus: no", "Hydrocephalus") == 0.0  # negation after a colon
+    assert answer_guard("**Hydrocephalus**", "hydrocephalus") == 1.0  # the reference up to markup
     assert not is_placeholder("left lower lobe [arrow]")
 
 
@@ -82,15 +85,15 @@ def test_embed_threshold_is_inclusive(monkeypatch):
 
     def fake_cosine_pairs(a, b, model=None):
         seen.append((list(a), list(b)))
-        return [0.8, 0.7999999, 0.95]
+        return [0.8, 0.7999999, 0.95][:len(a)]
 
     monkeypatch.setattr(medrl.embeddings, "cosine_pairs", fake_cosine_pairs)
     out = embed_rewards(["pleural effusion", "left-sided mass", "pneumonia"],
                         ["effusion", "mass, left", "lung infection"])
     assert out == [1.0, 0.0, 1.0]
     # punctuation is stripped before embedding (Sec. 4.2 (ii)), one batched call
-    assert seen == [(["pleural effusion", "left sided mass", "pneumonia"],
-                     ["effusion", "mass left", "lung infection"])]
+    # "pneumonia" is "lung infection" by the lexicon's identity: 1 without the embedding
+    assert seen == [(["pleural effusion", "left sided mass"], ["effusion", "mass left"])]
 
 
 def test_medix_guard_rejects_issue10_exploits_and_keeps_reordered_lists():
@@ -103,4 +106,5 @@ def test_medix_guard_rejects_issue10_exploits_and_keeps_reordered_lists():
     assert guard("Pleural effusion" + "\u0301" * 50000, ref) == 0.0  # padding before the exact-match 1.0
     assert guard("Yes?", "Yes") == 0.0
     assert guard("spleen, liver", "Liver, spleen") is None       # same items, another order: the scorer decides
-    assert guard("Fluid in the pleural space", ref) is None      # a paraphrase goes to the judge / embedding
+    assert guard("Fluid in the pleural space", ref) == 1.0       # the lexicon's identity: the reference itself
+    assert guard("effusion in the pleura", ref) is None          # a paraphrase goes to the judge / embedding

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-HELP = "audit a recipe's rewards against exploits (lists, padding, negation, hedges, injections, ...)"
+HELP = ("audit a recipe's rewards against exploits and meaning-flipping variants of real references "
+        "(negations, laterality, numbers, lists, hedges, injections, ...)")
 
 DESCRIPTION = """\
 A policy will find the cheapest way to earn reward. Run this before spending GPU hours on a
@@ -14,19 +15,29 @@ keyword-stuffed reasoning, stray tags, odd Unicode (lone surrogates, U+2028, zer
 scores them all with the recipe's rewards and judge, as training would (one shared correctness
 decision per completion, algorithm.correctness).
 
+Then every record's reference goes through the metamorphic generator (medrl.metamorphic): its
+meaning-preserving variants (case, markup, allowed qualifiers such as "Chest X-Ray, PA view",
+lexicon synonyms, reordered list items, "R" for "right", British spelling, "It is X.") and its
+meaning-flipping variants (every negation form - "no X", "X: no", "non-X", "~~X~~", "X ✗" -,
+a laterality flip or drop, 3.4 -> 34 / 3-4 / inches, a broader or other organ, another modality,
+a second finding, candidate lists, hedges, other scripts).
+
 It prints each reward's mean on correct answers, wrong answers and exploits, then every exploit
 that earns more than the best committed wrong answer of its record from an answer-judging reward
 (capo_accuracy, capo_perception, steprar, medix_llm, medix_embed, mrpo_answer, armed*, rouge1,
 bleu1, bertscore, embedding_cosine, hss, and any named with --answer-reward), and every correct
-answer that does not earn the top score of its record.
+answer that does not earn the top score of its record; then, per answer-judging reward, the
+share of preserving variants refused (earning no more than a committed wrong answer) and of
+flipping variants paid (earning more), with every paid one listed.
 
   medrl audit-rewards --recipe capo
   medrl audit-rewards --recipe mrpo --data slake --n 40 --strict
   medrl audit-rewards --recipe my_recipe.yaml --judge openai:gpt-5-mini --answer-reward my_reward
   medrl audit-rewards --recipe medix_r1 --data jsonl:my_records.jsonl --json audit.json
 
-Exit code: 0, or 1 with --strict when any exploit beats a wrong answer or a correct answer is
-not on top; 2 for a bad recipe, data source or judge.
+Exit code: 0, or 1 with --strict when any exploit or flipping variant beats a committed wrong
+answer or a correct answer is not on top (refused preserving variants are reported, not failed);
+2 for a bad recipe, data source or judge.
 """
 
 
@@ -46,11 +57,18 @@ def add_arguments(p) -> None:
     p.add_argument("--profile", default=None, help="recipe profile overlay, e.g. 'cpu'")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="override a recipe value (repeatable), e.g. algorithm.correctness=exact")
+    p.add_argument("--reward", dest="rewards", action="append", default=[], metavar="NAME[=WEIGHT]",
+                   help="add a reward to the recipe's (repeatable): a registered name or your own "
+                   "'mypkg.rewards:fn' / 'path.py:fn' with TRL's reward signature (sync or async)")
     p.add_argument("--answer-reward", action="append", default=[], metavar="NAME",
                    help="also check this reward for exploits (repeatable)")
     p.add_argument("--json", default=None, metavar="PATH", help="write the means, flags and findings as JSON")
+    p.add_argument("--no-variants", action="store_true",
+                   help="leave out the metamorphic variants (only the exploit catalogue)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the variant generator (default 0)")
     p.add_argument("--strict", action="store_true",
-                   help="exit 1 when an exploit beats a committed wrong answer or a correct answer is not on top")
+                   help="exit 1 when an exploit or a flipping variant beats a committed wrong answer or a "
+                   "correct answer is not on top")
 
 
 def load_audit_records(data: str, data_dir: str | None, n: int) -> list:
@@ -74,7 +92,8 @@ def run(args) -> int:
     from medrl.train.recipes import RecipeError, build_reward_funcs, load_recipe, recipe_uses_judge
 
     try:
-        recipe = load_recipe(args.recipe, profile=args.profile, overrides=args.overrides)
+        recipe = load_recipe(args.recipe, profile=args.profile, overrides=args.overrides,
+                             rewards=getattr(args, "rewards", []))
         if not recipe.rewards:
             print(f"medrl audit-rewards: recipe {recipe.name!r} has no rewards (an SFT recipe?)", file=sys.stderr)
             return 2
@@ -94,7 +113,8 @@ def run(args) -> int:
         return 2
     report = run_audit(funcs, records, judge=judge, correctness=recipe.algorithm.get("correctness", "auto"),
                        prompt_style=recipe.data.get("prompt_style", "think_answer"),
-                       answer_rewards=sorted(ANSWER_REWARDS | set(args.answer_reward)))
+                       answer_rewards=sorted(ANSWER_REWARDS | set(args.answer_reward)),
+                       variants=not args.no_variants, seed=args.seed)
     print(f"recipe {recipe.name} ({recipe.source}), data {args.data}, judge "
           f"{getattr(judge, 'name', None) or (args.judge if judge is not None else 'none')}, "
           f"correctness {recipe.algorithm.get('correctness', 'auto')}")

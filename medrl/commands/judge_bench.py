@@ -25,7 +25,11 @@ recorded in $MEDRL_CACHE/judge_agreement.json (skip with --no-record), where `me
 reports look them up to say how far their judge can be trusted.
 
 Default labels: the development set shipped with medrl (medrl/benchmarks/judge_dev.jsonl:
-VQA-RAD and SLAKE training-split items written and labelled for this project). The label format
+VQA-RAD and SLAKE training-split items written and labelled for this project). Its items are
+split: "dev" items were used while writing the reference judge's rules, "frozen" items are never
+used for tuning. Every figure is reported for the frozen split (the headline, what `medrl eval`
+quotes), the dev split (an upper bound) and all items. Your own labels may carry the same
+"split" field. The label format
 and a labelling guide are in docs/judges.md. Image paths in the labels are resolved against
 --data-root, needed only for judges that look at images.
 
@@ -114,26 +118,39 @@ def run(args) -> int:
 
 
 def _print_summary(metrics: dict) -> None:
-    from medrl.eval.report import fmt
-
     names = list(metrics["judges"])
     print(f"labels: {metrics['labels']} ({metrics['n_answers']} answers, {metrics['n_traces']} traces)")
+    if any(metrics["judges"][n].get("splits") for n in names):
+        for title, pick in (("FROZEN split (never used for tuning; the headline)", lambda m: m["summary"]),
+                            ("dev split (used while writing the rules: an upper bound)",
+                             lambda m: m["splits"]["dev"]["summary"]),
+                            ("all items", lambda m: m["summary_all"])):
+            print(f"\n{title}")
+            _print_table(names, {n: pick(metrics["judges"][n]) for n in names})
+    else:
+        _print_table(names, {n: metrics["judges"][n]["summary"] for n in names})
+    for n in names:
+        st = metrics["judges"][n]["judge_stats"]
+        print(f"{n}: calls {st.get('calls', 0)}, cache hits {st.get('cache_hits', 0)}, tokens "
+              f"{st.get('input_tokens', 0)}+{st.get('output_tokens', 0)}, {st.get('seconds', 0):.1f} s")
+
+
+def _print_table(names: list, summaries: dict) -> None:
+    from medrl.eval.report import fmt
+
     rows = [("answer accuracy", "answer_accuracy", True), ("paraphrases accepted", "paraphrase_accepted", True),
             ("near misses rejected", "near_miss_rejected", True), ("adversarial accepted", "adversarial_accepted", False),
             ("gold alignment kappa", "gold_alignment_kappa", False),
             ("answer contribution kappa", "answer_contribution_kappa", False),
             ("step validity kappa", "step_validity_kappa", False), ("FFP agreement", "ffp_agreement", True)]
+    rows += [("answer items", "n_answers", False), ("steps", "n_steps", False)]
     width = max(len(n) for n in names) + 2
     print(f"{'':28}" + "".join(f"{n:>{width}}" for n in names))
     for label, key, pct in rows:
         cells = []
         for n in names:
-            s = metrics["judges"][n]["summary"]
+            s = summaries.get(n) or {}
             v = s.get(key)
             cells.append(f"{v}/{s.get('adversarial_n')}" if key == "adversarial_accepted" and v is not None
                          else (fmt(v, pct=pct) + ("%" if pct and v is not None else "")))
         print(f"{label:28}" + "".join(f"{c:>{width}}" for c in cells))
-    for n in names:
-        st = metrics["judges"][n]["judge_stats"]
-        print(f"{n}: calls {st.get('calls', 0)}, cache hits {st.get('cache_hits', 0)}, tokens "
-              f"{st.get('input_tokens', 0)}+{st.get('output_tokens', 0)}, {st.get('seconds', 0):.1f} s")

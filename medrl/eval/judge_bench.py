@@ -1,6 +1,6 @@
 """``medrl judge-bench``: score judges against human labels, the way MRPO App. B.1 validated its judge.
 
-MRPO (000_20b05565d28598f4.txt, App. B.1, Table 3) trusts GPT-5-mini only after measuring it
+MRPO (App. B.1, Table 3) trusts GPT-5-mini only after measuring it
 against a human evaluator: accuracy for answer correctness, and per-step agreement and Cohen's
 kappa for Gold Alignment, Answer Contribution and the process reward R_proc (Eq. 3: a step is
 valid when either criterion is 1). This module does the same for any judge medrl can build
@@ -17,6 +17,13 @@ Layout of an output folder (``--out``)::
 A rerun skips every item already judged (an item's key covers its id and every field the judge
 sees, so an edited item is judged again while a relabelled one is not). Verdicts the judge could
 not give are counted as unscored, never read as a pass or a fail, and asked again on a rerun.
+
+Splits: an item may carry ``"split": "dev"`` (used while writing a judge's rules) or
+``"frozen"`` (set aside, never used for tuning; :func:`split_for` assigns the shipped set's
+items by a hash of their source record, so every item of one record shares a split). With
+splits, every figure is measured on each split and on all items, and the *frozen* split is the
+headline (``summary``) that ``medrl eval`` and reports quote; the dev-split figure is an upper
+bound (the rules were written against it).
 
 :func:`known_agreement` looks up the measured agreement of a judge (shipped
 ``medrl/benchmarks/judge_agreement.json``, plus the user's own runs recorded under the cache
@@ -40,6 +47,9 @@ from medrl.jsonl import append_jsonl, iter_jsonl
 log = logging.getLogger(__name__)
 
 ANSWER_KINDS = ("exact", "paraphrase", "near_miss", "adversarial", "wrong")
+#: ``dev``: used while writing rules; ``frozen``: never used for tuning (the headline figures)
+SPLITS = ("dev", "frozen")
+HEADLINE_SPLIT = "frozen"
 _CRITERIA = ("gold_alignment", "answer_contribution", "valid")
 AGREEMENT_FILE = "judge_agreement.json"
 
@@ -91,6 +101,8 @@ def load_labels(path: str | Path) -> tuple[list[dict], list[dict]]:
         seen[iid] = lineno
         _need(item, "question", (str,), where)
         _need(item, "reference", (str,), where)
+        if item.get("split") is not None and item["split"] not in SPLITS:
+            raise LabelError(f"{where}: field 'split' must be one of {SPLITS}, got {item['split']!r}")
         if kind == "answer":
             _need(item, "candidate", (str,), where)
             _need(item, "label", (bool,), where)
@@ -125,6 +137,14 @@ def load_labels(path: str | Path) -> tuple[list[dict], list[dict]]:
     if not answers and not traces:
         raise LabelError(f"{path}: no labelled items (need lines with type 'answer' or 'trace')")
     return answers, traces
+
+
+def split_for(record_key: str) -> str:
+    """The split of the shipped set's items of one source record (``record_key``: its
+    ``source.record_id``): "frozen" when the first byte of sha256("medrl-judge-split:" + key) is
+    even, else "dev". Deterministic, and all items of one record (answers and traces) share it,
+    so a rule written for a dev item cannot have seen a frozen item of the same image."""
+    return "frozen" if hashlib.sha256(f"medrl-judge-split:{record_key}".encode("utf-8")).digest()[0] % 2 == 0 else "dev"
 
 
 def default_labels() -> Path:
@@ -439,7 +459,17 @@ def run_bench(judges: Sequence[str | Any], out_dir: str | Path, *, labels: str |
         m = {"answers": answer_metrics(answers, a_rows) if answers else None,
              "steps": step_metrics(traces, t_rows) if traces else None,
              "judge_stats": _read_stats(out_dir / "stats" / f"{judge_slug(name)}.json")}
-        m["summary"] = summary_of(m)
+        m["summary"] = m["summary_all"] = {**summary_of(m), "split": "all"}
+        if any(it.get("split") for it in items):  # per split; the frozen one is the headline
+            m["splits"] = {}
+            for sp in SPLITS:
+                pa = [(it, r) for it, r in zip(answers, a_rows) if it.get("split") == sp]
+                pt = [(it, r) for it, r in zip(traces, t_rows) if it.get("split") == sp]
+                sm = {"answers": answer_metrics([a for a, _ in pa], [r for _, r in pa]) if pa else None,
+                      "steps": step_metrics([t for t, _ in pt], [r for _, r in pt]) if pt else None}
+                sm["summary"] = {**summary_of(sm), "split": sp}
+                m["splits"][sp] = sm
+            m["summary"] = m["splits"][HEADLINE_SPLIT]["summary"]
         metrics["judges"][name] = m
         close = getattr(judge, "close", None)
         if callable(close) and isinstance(spec, str):
@@ -448,7 +478,8 @@ def run_bench(judges: Sequence[str | Any], out_dir: str | Path, *, labels: str |
     bench_report(out_dir, metrics)
     if record and limit is None:  # a --limit smoke run measures too little to quote
         for name, m in metrics["judges"].items():
-            record_agreement(name, m["summary"], labels_path=labels_path, labels_sha=labels_sha,
+            extra = {"dev": (m.get("splits") or {}).get("dev", {}).get("summary")} if m.get("splits") else {}
+            record_agreement(name, {**m["summary"], **extra}, labels_path=labels_path, labels_sha=labels_sha,
                              measured=metrics["measured"], path=Path(record_path) if record_path else None)
     return metrics
 
@@ -485,6 +516,12 @@ def bench_report(out_dir: Path, metrics: dict) -> tuple[Path, Path]:
                   "when gold alignment or answer contribution is 1 (MRPO Eq. 3). Kappa is Cohen's kappa "
                   "(MRPO App. B.1 reports 0.71 for GPT-5-mini vs a human on step validity); '-' = undefined.")
     names = list(metrics["judges"])
+    split_runs = any(metrics["judges"][n].get("splits") for n in names)
+    if split_runs:
+        rep.paragraph("The labels are split: 'frozen' items were never used to tune any rule, 'dev' items were used "
+                      "while writing the reference judge's rules. The headline table is the FROZEN split; the dev "
+                      "split and all items follow, and their figures are an upper bound for the rule-based judge. "
+                      "The per-kind tables below cover all items.")
     s = {n: metrics["judges"][n]["summary"] for n in names}
     rows = [
         ("Answer accuracy (%)", "answer_accuracy", True), ("Answer precision (%)", "answer_precision", True),
@@ -497,18 +534,28 @@ def bench_report(out_dir: Path, metrics: dict) -> tuple[Path, Path]:
         ("Step validity agreement (%)", "step_validity_agreement", True),
         ("First-failure-point agreement (%)", "ffp_agreement", True),
     ]
-    rep.heading("Judges side by side")
-    body = []
-    for label, key, pct in rows:
-        cells = []
-        for n in names:
-            v = s[n].get(key)
-            if key == "adversarial_accepted" and v is not None:
-                cells.append(f"{v} of {s[n].get('adversarial_n')}")
-            else:
-                cells.append(fmt(v, pct=pct))
-        body.append([label] + cells)
-    rep.table(["Metric"] + names, body, "Percentages over the items the judge scored; unscored items are counted below.")
+    def side_by_side(title: str, summ: dict, caption: str) -> None:
+        rep.heading(title)
+        body = []
+        for label, key, pct in rows + [("Answer items", "n_answers", False), ("Steps", "n_steps", False)]:
+            cells = []
+            for n in names:
+                v = (summ.get(n) or {}).get(key)
+                if key == "adversarial_accepted" and v is not None:
+                    cells.append(f"{v} of {summ[n].get('adversarial_n')}")
+                else:
+                    cells.append(fmt(v, pct=pct))
+            body.append([label] + cells)
+        rep.table(["Metric"] + names, body, caption)
+
+    note = "Percentages over the items the judge scored; unscored items are counted below."
+    if split_runs:
+        side_by_side("Judges side by side: frozen split (headline)", s, note)
+        side_by_side("Dev split (used while writing the rules: an upper bound)",
+                     {n: ((metrics["judges"][n].get("splits") or {}).get("dev") or {}).get("summary") for n in names}, note)
+        side_by_side("All items (dev + frozen)", {n: metrics["judges"][n].get("summary_all") for n in names}, note)
+    else:
+        side_by_side("Judges side by side", s, note)
     rep.heading("Judge accounting")
     keys = ["calls", "cache_hits", "deduplicated", "retries", "failures", "input_tokens", "output_tokens", "seconds"]
     rep.table(["Judge"] + keys, [[n] + [fmt(metrics["judges"][n]["judge_stats"].get(k)) for k in keys] for n in names],
@@ -624,24 +671,66 @@ def known_agreement(judge_spec: str | None) -> dict | None:
     return None
 
 
-def describe_agreement(judge_spec: str | None) -> str:
-    """One sentence for a report: which judge scored it and how it was measured to agree with humans."""
-    if not judge_spec:
-        return "No judge scored this report."
-    info = known_agreement(judge_spec)
-    if not info:
-        return (f"Judge: {judge_spec}. Its agreement with human labels has not been measured; run "
-                f"`medrl judge-bench --judge {judge_spec}` to measure it.")
-
+def _agreement_figures(info: dict) -> str:
     def pct(v: Any) -> str:
         return "-" if v is None else f"{100 * v:.0f}%"
 
     def num(v: Any) -> str:
         return "-" if v is None else f"{v:.2f}"
 
-    return (f"Judge: {judge_spec}. Measured against human labels on {info.get('labels')} "
-            f"({info.get('measured')}, medrl {info.get('medrl_version')}, {info['source']} result): answer accuracy "
-            f"{pct(info.get('answer_accuracy'))}, paraphrases accepted {pct(info.get('paraphrase_accepted'))}, "
-            f"near misses rejected {pct(info.get('near_miss_rejected'))}, adversarial answers accepted "
-            f"{info.get('adversarial_accepted')} of {info.get('adversarial_n')}; step-validity Cohen's kappa "
-            f"{num(info.get('step_validity_kappa'))} (MRPO's GPT-5-mini vs a human: 0.71).")
+    return (f"answer accuracy {pct(info.get('answer_accuracy'))}, paraphrases accepted "
+            f"{pct(info.get('paraphrase_accepted'))}, near misses rejected {pct(info.get('near_miss_rejected'))}, "
+            f"adversarial answers accepted {info.get('adversarial_accepted')} of {info.get('adversarial_n')}; "
+            f"step-validity Cohen's kappa {num(info.get('step_validity_kappa'))}")
+
+
+def describe_agreement(judge_spec: str | None) -> str:
+    """One sentence for a report: which judge scored it and how it was measured to agree with
+    humans - the frozen split's figures first (never used for tuning), then the dev split's,
+    named as an upper bound."""
+    if not judge_spec:
+        return "No judge scored this report."
+    info = known_agreement(judge_spec)
+    if not info:
+        return (f"Judge: {judge_spec}. Its agreement with human labels has not been measured; run "
+                f"`medrl judge-bench --judge {judge_spec}` to measure it.")
+    where = (f"{info.get('labels')} ({info.get('measured')}, medrl {info.get('medrl_version')}, "
+             f"{info['source']} result)")
+    if info.get("split") == HEADLINE_SPLIT:
+        text = (f"Judge: {judge_spec}. Measured against human labels on the frozen split of {where}, "
+                f"{info.get('n_answers')} answers and {info.get('n_steps')} steps never used to tune its rules: "
+                f"{_agreement_figures(info)} (MRPO's GPT-5-mini vs a human: 0.71).")
+        dev = info.get("dev") or {}
+        if dev:
+            text += (f" On the dev split, used while writing the rules (an upper bound): "
+                     f"{_agreement_figures(dev)}.")
+        return text
+    return (f"Judge: {judge_spec}. Measured against human labels on {where}: {_agreement_figures(info)} "
+            "(MRPO's GPT-5-mini vs a human: 0.71). These labels have no frozen split; if the judge's rules were "
+            "written against them, the figures are an upper bound.")
+
+
+def agreement_help(judge_spec: str = "reference") -> str:
+    """A short clause for ``--help`` texts (``%`` escaped for argparse): the judge's frozen-split
+    figures and the dev-split figure named as an upper bound."""
+    a = known_agreement(judge_spec)
+    if not a:
+        return "Its agreement with human labels has not been measured"
+
+    def pct(v: Any) -> str:
+        return "?" if v is None else f"{100 * v:.0f}%%"
+
+    def num(v: Any) -> str:
+        return "?" if v is None else f"{v:.2f}"
+
+    if a.get("split") != HEADLINE_SPLIT:
+        return (f"Measured on {a.get('labels')} ({a.get('measured', '?')}): answer accuracy "
+                f"{pct(a.get('answer_accuracy'))}, step-validity kappa {num(a.get('step_validity_kappa'))} - an "
+                "upper bound, the rules were developed on that set")
+    dev = a.get("dev") or {}
+    return (f"Measured on the frozen split of the shipped labelled set ({a.get('measured', '?')}; items never used "
+            f"to tune its rules): answer accuracy {pct(a.get('answer_accuracy'))}, adversarial answers accepted "
+            f"{a.get('adversarial_accepted')} of {a.get('adversarial_n')}, step-validity kappa "
+            f"{num(a.get('step_validity_kappa'))}; on the dev split used while writing the rules (an upper bound): "
+            f"answer accuracy {pct(dev.get('answer_accuracy'))}, step-validity kappa "
+            f"{num(dev.get('step_validity_kappa'))}")

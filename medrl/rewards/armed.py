@@ -1,4 +1,4 @@
-"""ARMed rewards (001_46ab1c0cc2c66f17.txt, "Adaptive Reward Function Design", Eq. 3-14).
+"""ARMed rewards (ARMed paper, "Adaptive Reward Function Design", Eq. 3-14).
 
 - Textual correctness, Eq. 3: R_c = lambda1 * BLEU-1 + (1 - lambda1) * ROUGE-1, lambda1 = 0.5.
 - Semantic alignment, Eq. 4: R_s = lambda2 * BERTScore + (1 - lambda2) * Cos, lambda2 = 0.2.
@@ -22,7 +22,7 @@ from collections import deque
 from typing import Sequence
 
 from medrl.rewards import REWARDS
-from medrl.rewards.base import Reward, answer_metric, answer_rows, guarded_rows, score_answers
+from medrl.rewards.base import Reward, answer_metric, answer_rows, column, guarded_rows, score_answers, scored_text
 from medrl.rewards.lexical import bleu1, rouge1
 from medrl.rewards.semantic import bertscore_f1, embedding_cosine
 
@@ -186,6 +186,8 @@ class AdaptiveSemanticReward:
     TRL passes ``log_metric``, thresholds and means are logged under ``armed/...``.
     """
 
+    checkpoint_state = True  # opt-in: the trainer checkpoints state_dict() (medrl.types.StatefulReward)
+
     def __init__(self, lambda2: float = 0.2, model: str | None = None,
                  bertscore_model: str | None = None, num_layers: int | None = None,
                  name: str = "armed_adaptive_semantic", **adapt_options):
@@ -244,6 +246,8 @@ class ArmedReward:
     and ``format`` as three rewards with TRL weights 0.4/0.4/0.2 (same sum, separate logging).
     """
 
+    checkpoint_state = True  # opt-in: the trainer checkpoints state_dict() (medrl.types.StatefulReward)
+
     def __init__(self, lambda1: float = 0.5, gammas: Sequence[float] = GAMMAS, **semantic_options):
         self.lambda1, self.gammas = lambda1, tuple(gammas)
         total_reward(0.0, 0.0, 0.0, self.gammas)  # validate gammas now
@@ -260,11 +264,12 @@ class ArmedReward:
 
     def __call__(self, prompts, completions, **kwargs) -> list[float | None]:
         parsed, refs, idx = answer_rows(completions, kwargs, reward=self.__name__)
-        # guard (issue 10): an answer the shared answer guard rejects gets R_c = R_as = 0 and
-        # stays out of the adaptive statistics; Eq. 14 is unchanged
+        # guard (project addition, medrl.rewards.base.answer_rejection): a rejected answer gets
+        # R_c = R_as = 0 and stays out of the adaptive statistics; Eq. 14 is unchanged
         rejected = guarded_rows(parsed, refs, idx, kwargs, reward=self.__name__)
         kept = [i for i in idx if i not in rejected]
-        preds = {i: parsed[i].answer or "" for i in kept}
+        questions = column(kwargs, "question", len(completions), reward=self.__name__)
+        preds = {i: scored_text(parsed[i].answer, refs[i], question=questions[i]) for i in kept}
         r_as = dict(zip(kept, self.semantic.scores([preds[i] for i in kept], [refs[i] for i in kept],
                                                    kwargs.get("log_metric"))))
         out: list[float | None] = [None] * len(completions)

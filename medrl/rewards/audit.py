@@ -16,6 +16,15 @@ completions unless the exploit is about the form itself:
   tags at all), odd Unicode (lone surrogates, zero-width characters, a 50,000-character
   completion of combining marks).
 
+Besides the catalogue, every record's reference goes through the metamorphic generator
+(:func:`medrl.metamorphic.variants`): its *preserving* variants (case, markup, allowed
+qualifiers, lexicon synonyms, reordered list items, "R" for "right", ...) must not be refused
+(refused: earning no more than the best committed wrong answer of the record) and its *flipping*
+variants (each negation form, a laterality flip or drop, another number or unit, a broader or
+other organ, a second finding, candidate lists, hedges, other scripts) must not be paid (paid:
+earning more than that wrong answer). The report gives, per answer-judging reward, the share
+of preserving variants refused and of flipping variants paid, and lists every paid one.
+
 Every reward runs once over all rows, as in training: the correctness decision
 (:mod:`medrl.rewards.correctness`) is computed once per row with the recipe's mode and judge
 and handed over as the ``correct`` column (and ``corrupted_correct`` for CAPO R_PCR, whose
@@ -58,8 +67,8 @@ _FALLBACK_WRONG = ("spleen", "femur", "thyroid gland", "pancreas", "urinary blad
 
 @dataclass
 class Case:
-    """One completion of the audit: ``kind`` is "correct", "wrong" or "exploit"; ``name`` the
-    catalogue class (e.g. ``list_ref_first``)."""
+    """One completion of the audit: ``kind`` is "correct", "wrong", "exploit", "preserving" or
+    "flipping"; ``name`` the catalogue class (e.g. ``list_ref_first``) or the variant's kind."""
 
     record: int
     kind: str
@@ -78,26 +87,45 @@ class AuditReport:
     flags: list[dict] = field(default_factory=list)  # exploits beating a committed wrong answer
     not_top: list[dict] = field(default_factory=list)  # correct answers below their record's best
     correct: list[bool | None] = field(default_factory=list)
+    paid: list[dict] = field(default_factory=list)  # flipping variants beating a committed wrong answer
+    refused: list[dict] = field(default_factory=list)  # preserving variants no better than a wrong answer
+    variant_counts: dict[str, dict[str, int]] = field(default_factory=dict)  # reward -> kind -> rows compared
 
     def means(self) -> dict[str, dict[str, float | None]]:
         """Per reward: mean score on correct / wrong / exploit cases (unscored rows left out)."""
         out = {}
         for name, vals in self.scores.items():
             row = {}
-            for kind in ("correct", "wrong", "exploit"):
+            for kind in ("correct", "wrong", "exploit", "preserving", "flipping"):
                 xs = [v for c, v in zip(self.cases, vals) if c.kind == kind and v is not None]
                 row[kind] = sum(xs) / len(xs) if xs else None
             row["unscored"] = sum(v is None for v in vals)
             out[name] = row
         return out
 
+    def variant_rates(self) -> dict[str, dict[str, float | None]]:
+        """Per answer-judging reward: the share of preserving variants refused and of flipping
+        variants paid (None when the reward scored none of them against a wrong answer)."""
+        out = {}
+        for name in self.answer_rewards:
+            counts = self.variant_counts.get(name, {})
+            n_p, n_f = counts.get("preserving", 0), counts.get("flipping", 0)
+            k_p = sum(1 for r in self.refused if r["reward"] == name)
+            k_f = sum(1 for r in self.paid if r["reward"] == name)
+            out[name] = {"preserving_refused": k_p / n_p if n_p else None, "n_preserving": n_p,
+                         "flipping_paid": k_f / n_f if n_f else None, "n_flipping": n_f}
+        return out
+
     @property
     def ok(self) -> bool:
-        return not self.flags and not self.not_top
+        """No exploit and no flipping variant paid, and every correct answer on top (refused
+        preserving variants are reported as a share, not a failure)."""
+        return not self.flags and not self.not_top and not self.paid
 
     def to_dict(self) -> dict:
         return {"means": self.means(), "answer_rewards": self.answer_rewards, "flags": self.flags,
-                "not_top": self.not_top, "n_records": len(self.records), "n_cases": len(self.cases)}
+                "not_top": self.not_top, "variant_rates": self.variant_rates(), "paid": self.paid,
+                "refused": self.refused, "n_records": len(self.records), "n_cases": len(self.cases)}
 
 
 # ----------------------------------------------------------------------------- catalogue
@@ -227,9 +255,13 @@ def completion_prefix(rec: Any, prompt_style: str = "think_answer") -> str:
     return f"{_get(rec, 'modality_tag') or 'OTHER'} " if prompt_style == "modality_think_answer" else ""
 
 
-def build_cases(records: Sequence[Any], prompt_style: str = "think_answer") -> list[Case]:
+def build_cases(records: Sequence[Any], prompt_style: str = "think_answer", *, variants: bool = True,
+                seed: int = 0) -> list[Case]:
     """Per record: two correct completions (the reference; its case-changed form with a final
-    '.'), its committed wrong answers and the exploit catalogue."""
+    '.'), its committed wrong answers, the exploit catalogue and (``variants``) the preserving
+    and flipping variants of :func:`medrl.metamorphic.variants` (``seed`` picks among them)."""
+    from medrl.metamorphic import variants as make_variants
+
     cases: list[Case] = []
     for i, rec in enumerate(records):
         prefix = completion_prefix(rec, prompt_style)
@@ -242,6 +274,10 @@ def build_cases(records: Sequence[Any], prompt_style: str = "think_answer") -> l
             cases.append(Case(i, "wrong", f"wrong_{k + 1}", completion(rec, w, prefix)))
         for name, text in exploit_catalogue(rec, wrong, prefix):
             cases.append(Case(i, "exploit", name, text))
+        if variants:
+            for v in make_variants(ref, question=_get(rec, "question"), rng_seed=seed):
+                cases.append(Case(i, "preserving" if v.preserves else "flipping", v.kind,
+                                  completion(rec, v.text, prefix)))
     return cases
 
 
@@ -287,19 +323,22 @@ def run_audit(
     prompt_style: str = "think_answer",
     answer_rewards: Sequence[str] | None = None,
     cases: Sequence[Case] | None = None,
+    variants: bool = True,
+    seed: int = 0,
 ) -> AuditReport:
     """Score the audit cases of ``records`` with every reward of ``reward_funcs`` (TRL callables).
 
     ``judge``/``correctness``: the run's judge and ``algorithm.correctness`` (the shared
     decision, :mod:`medrl.rewards.correctness`). ``prompt_style``: the recipe's (MediX-R1's
     ``modality_think_answer`` puts the modality tag first). ``answer_rewards``: reward names checked
-    for exploits (default: those in :data:`ANSWER_REWARDS`).
+    for exploits (default: those in :data:`ANSWER_REWARDS`). ``variants``/``seed``: add the
+    metamorphic variants of each reference (:func:`build_cases`).
     """
     from medrl.parsing import parse_response
 
     if not records:
         raise ValueError("reward audit: no records")
-    cases = list(cases) if cases is not None else build_cases(records, prompt_style)
+    cases = list(cases) if cases is not None else build_cases(records, prompt_style, variants=variants, seed=seed)
     cols = _columns(records, cases)
     texts = [c.text for c in cases]
     n = len(cases)
@@ -344,11 +383,24 @@ def _find(report: AuditReport) -> None:
             rid = _get(report.records[i], "id")
             if wrong:
                 bar = max(wrong)
+                counts = report.variant_counts.setdefault(name, {"preserving": 0, "flipping": 0})
                 for j in idx:
                     c = report.cases[j]
-                    if c.kind == "exploit" and vals[j] is not None and vals[j] > bar + EPS:
+                    if vals[j] is None:
+                        continue
+                    row = {"reward": name, "record": rid, "kind": c.name, "score": vals[j], "wrong": bar,
+                           "reference": str(_get(report.records[i], "answer")), "answer": _snippet(c.text)}
+                    if c.kind == "exploit" and vals[j] > bar + EPS:
                         report.flags.append({"reward": name, "record": rid, "exploit": c.name, "score": vals[j],
                                              "wrong": bar, "answer": _snippet(c.text)})
+                    elif c.kind == "flipping":
+                        counts["flipping"] += 1
+                        if vals[j] > bar + EPS:
+                            report.paid.append(row)
+                    elif c.kind == "preserving":
+                        counts["preserving"] += 1
+                        if vals[j] <= bar + EPS:
+                            report.refused.append(row)
             if correct and scored and max(correct) < max(scored) - EPS:
                 best = max(range(len(idx)), key=lambda k: -math.inf if vals[idx[k]] is None else vals[idx[k]])
                 report.not_top.append({"reward": name, "record": rid, "correct": max(correct),
@@ -370,7 +422,9 @@ def _snippet(text: str, width: int = 70) -> str:
 def format_report(report: AuditReport, *, max_flags: int = 40) -> str:
     """The audit as plain-text tables."""
     lines = [f"reward audit: {len(report.records)} records, {len(report.cases)} completions "
-             f"({sum(c.kind == 'exploit' for c in report.cases)} exploits)", ""]
+             f"({sum(c.kind == 'exploit' for c in report.cases)} exploits, "
+             f"{sum(c.kind == 'preserving' for c in report.cases)} meaning-preserving and "
+             f"{sum(c.kind == 'flipping' for c in report.cases)} meaning-flipping variants)", ""]
     fmt = lambda v: "   -  " if v is None else f"{v:6.3f}"  # noqa: E731
     lines.append(f"{'reward':<26} {'correct':>7} {'wrong':>7} {'exploit':>7} {'unscored':>8}  checked  flagged")
     counts: dict[str, int] = {}
@@ -398,6 +452,31 @@ def format_report(report: AuditReport, *, max_flags: int = 40) -> str:
             lines.append(f"  ... {len(report.flags) - max_flags} more (see --json)")
     else:
         lines.append("no exploit earns more than a committed wrong answer from any checked reward")
+    rates = report.variant_rates()
+    if any(r["n_preserving"] or r["n_flipping"] for r in rates.values()):
+        pct = lambda v: "    -" if v is None else f"{100 * v:5.1f}%"  # noqa: E731
+        lines.append("")
+        lines.append("metamorphic variants (refused / paid: earning no more / more than a committed wrong answer):")
+        lines.append(f"  {'reward':<24} {'preserving refused':>18} {'flipping paid':>14}")
+        for name, r in rates.items():
+            lines.append(f"  {name:<24} {pct(r['preserving_refused']):>11} of {r['n_preserving']:<4} "
+                         f"{pct(r['flipping_paid']):>7} of {r['n_flipping']:<4}")
+        if report.paid:
+            lines.append(f"flipping variants paid ({len(report.paid)}):")
+            for f in report.paid[:max_flags]:
+                lines.append(f"  {f['reward']:<18} {f['kind']:<24} {str(f['record']):<14} {f['score']:6.3f} "
+                             f"{f['wrong']:6.3f}  {f['answer']!s:<30} (reference {f['reference']!r})")
+            if len(report.paid) > max_flags:
+                lines.append(f"  ... {len(report.paid) - max_flags} more (see --json)")
+        else:
+            lines.append("no flipping variant earns more than a committed wrong answer from any checked reward")
+        if report.refused:
+            worst: dict[tuple[str, str], int] = {}
+            for f in report.refused:
+                worst[(f["reward"], f["kind"])] = worst.get((f["reward"], f["kind"]), 0) + 1
+            top = sorted(worst.items(), key=lambda kv: -kv[1])[:12]
+            lines.append("preserving variants refused most often (reward: kind x rows): "
+                         + ", ".join(f"{r}: {k} x{n}" for (r, k), n in top))
     if report.not_top:
         lines.append("")
         lines.append(f"correct answers below the best score of their record ({len(report.not_top)}):")

@@ -1,4 +1,4 @@
-"""CAPO rewards (002_37d042df30c2f660.txt Sec. 3.2, Eq. 2-4).
+"""CAPO rewards (CAPO paper, Sec. 3.2, Eq. 2-4).
 
 - Decision accuracy, Eq. 2: R_DAR(o_i) = r_dar (0.8) if o_i is correct, else 0.
 - Perceptual-cognitive consistency, Eq. 3: R_PCR(o_i, o~_i) = r_pcr (0.1) if
@@ -16,6 +16,13 @@ as ``corrupted_correct``; R_DAR and R_PCR read both, so a rollout is never judge
 Called without those columns (plain code, tests) they use the ``"exact"`` decision: the shared
 answer guard, then a normalised match (``rule``/``threshold`` configurable).
 
+Guard (project addition): before Eq. 2-3, every rollout's answer goes through
+:func:`medrl.rewards.base.answer_rejection` (shape guard, then hard mismatch: polarity,
+laterality, number/unit, organ, second finding, list, hedge); a rejected answer counts as
+not correct, whatever the judge said, so it earns what a committed wrong answer earns (R_DAR = 0,
+no R_PCR). The corrupted rollout's correctness is not guarded (a guard can only lower it, which
+could only raise R_PCR).
+
 Pairing for R_PCR (project choice; the paper writes o_i with o~_i): completion row i is paired
 with the i-th corrupted rollout, given by the trainer as the ``corrupted_completions`` column,
 aligned with the completions (rollout g of a prompt on the original image with rollout g of
@@ -28,8 +35,9 @@ from __future__ import annotations
 
 from medrl.parsing import parse_response
 from medrl.rewards import REWARDS
-from medrl.rewards.base import Reward, column, parse_all, reference_text, texts_of
+from medrl.rewards.base import Reward, column, guard_correct, parse_all, reference_text, texts_of
 from medrl.rewards.correctness import batch_correct, check_rule
+from medrl.types import UNSCORABLE  # correctness undecided (judge outage, no reference): excluded
 
 R_DAR, R_PCR, TAU_PCR = 0.8, 0.1, 0.3
 
@@ -56,9 +64,11 @@ def accuracy_batch(completions, columns, *, reward="capo_accuracy", r_dar=R_DAR,
     """Batch function of the ``capo_accuracy`` reward."""
     n = len(completions)
     refs = [reference_text(r) for r in column(columns, "answer", n, reward=reward)]
-    correct = batch_correct([p.answer for p in parse_all(completions)], refs, columns,
-                            use_column=use_correct_column, rule=rule, threshold=threshold, reward=reward)
-    return [None if c is None else decision_accuracy_reward(c, r_dar) for c in correct]
+    answers = [p.answer for p in parse_all(completions)]
+    correct = batch_correct(answers, refs, columns, use_column=use_correct_column, rule=rule, threshold=threshold,
+                            reward=reward)
+    correct = guard_correct(answers, refs, correct, columns, reward=reward)
+    return [UNSCORABLE if c is None else decision_accuracy_reward(c, r_dar) for c in correct]
 
 
 def perception_batch(completions, columns, *, reward="capo_perception", r_dar=R_DAR, r_pcr=R_PCR,
@@ -69,10 +79,11 @@ def perception_batch(completions, columns, *, reward="capo_perception", r_dar=R_
     corrupted = column(columns, "corrupted_completions", n, required=True, reward=reward)
     refs = [reference_text(r) for r in column(columns, "answer", n, reward=reward)]
     opts = dict(use_column=use_correct_column, rule=rule, threshold=threshold, reward=reward)
-    ok = batch_correct([p.answer for p in parse_all(completions)], refs, columns, **opts)
+    answers = [p.answer for p in parse_all(completions)]
+    ok = guard_correct(answers, refs, batch_correct(answers, refs, columns, **opts), columns, reward=reward)
     ok_c = batch_correct([parse_response(t).answer for t in texts_of(corrupted)], refs, columns,
                          column_name="corrupted_correct", **opts)
-    return [None if a is None or b is None or c is None
+    return [UNSCORABLE if a is None or b is None or c is None
             else perception_consistency_reward(a, b, r_dar, r_pcr, tau)
             for a, b, c in zip(ok, ok_c, corrupted)]
 

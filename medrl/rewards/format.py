@@ -1,10 +1,10 @@
-"""Format reward (MediX-R1 003_d5d6a0d73a50ab79.txt Sec. 2.3.3 and App. A.9; ARMed
-001_46ab1c0cc2c66f17.txt "Format Reward", R_f in Eq. 14).
+"""Format reward (MediX-R1 Sec. 2.3.3 and App. A.9; ARMed
+"Format Reward", R_f in Eq. 14).
 
 R_format = 1 if, from the first ``<think>``, the response is exactly
 ``<think>...</think> <answer>...</answer>`` (see :func:`medrl.parsing.is_well_formed`), else 0.
 
-Guard (project, issue 10): the answer block must come after the reasoning block - a stray
+Guard (project addition): the answer block must come after the reasoning block - a stray
 ``<answer>`` (or any think/answer tag) before the first ``<think>`` gives 0, so a policy cannot
 state an answer first and reason afterwards. The optional modality tag before ``<think>`` is
 plain text and stays allowed.

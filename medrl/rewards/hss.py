@@ -1,4 +1,4 @@
-"""Hybrid Semantic Score (ARMed 001_46ab1c0cc2c66f17.txt Eq. 15), an evaluation metric.
+"""Hybrid Semantic Score (ARMed Eq. 15), an evaluation metric.
 
 HSS = 0.25 * BLEU-1 + 0.25 * ROUGE-1 + 0.10 * BERTScore + 0.40 * CosineSimilarity,
 with the metrics of :mod:`medrl.rewards.lexical` and :mod:`medrl.rewards.semantic`.

@@ -1,7 +1,7 @@
 """Lexical overlap of the parsed answer with the reference: ROUGE-1 F and BLEU-1.
 
-Used by MRPO Eq. 2 (000_20b05565d28598f4.txt), ARMed Eq. 3 and HSS Eq. 15
-(001_46ab1c0cc2c66f17.txt). Both metrics see the same tokens: rouge-score's default tokenizer
+Used by MRPO Eq. 2, ARMed Eq. 3 and HSS Eq. 15
+of ARMed. Both metrics see the same tokens: rouge-score's default tokenizer
 (lower-case; every character other than a-z/0-9 is a separator, so punctuation is dropped and
 "T1-weighted" gives "t1", "weighted"; no stemming). Dropping punctuation matters here because
 answers are one to three words: "Left lung." must score 1.0 against "left lung".

@@ -1,4 +1,4 @@
-"""MediX-R1 rewards (003_d5d6a0d73a50ab79.txt Sec. 2.3, 4.2 and App. A.9).
+"""MediX-R1 rewards (MediX-R1 paper, Sec. 2.3, 4.2 and App. A.9).
 
 Composite (Sec. 2.3): r = 0.10 * R_format + 0.5175 * R_llm + 0.3375 * R_embed + 0.045 * R_modality
 (= 0.1 format + 0.9 x (0.575, 0.375, 0.05) over the non-format terms). In training these are
@@ -6,9 +6,9 @@ four TRL rewards with :data:`MEDIX_WEIGHTS` as weights (``format``, ``medix_llm`
 :mod:`medrl.rewards.judged`, ``medix_embed``, ``modality``); :func:`composite_reward` computes
 the same sum from component values.
 
-Answer guards (App. A.9 code, Sec. 4.2 exploits), shared by R_llm and R_embed through
-:func:`answer_guard`, built on the project's one guard :func:`medrl.answer_guard.guard_answer`;
-they decide a row without the judge or the embedding where they can:
+Answer guards (App. A.9 code, Sec. 4.2 exploits) of R_embed, :func:`answer_guard`, built on the
+project's one guard before every answer metric :func:`medrl.rewards.base.answer_rejection`
+(shape guard, then hard mismatch); they decide a row without the embedding where they can:
 
 - the answer is the parsed ``<answer>`` text (a response with no ``<answer>`` block scores 0;
   the paper's code falls back to the whole response, which would let an unformatted response be
@@ -21,9 +21,12 @@ they decide a row without the judge or the embedding where they can:
 - heuristic placeholder guard (project addition, Sec. 4.2 "LLM judge exploit"): template text
   such as "[insert your answer here ...]", "<your answer>" or "your answer here" -> 0;
 - heuristic: an answer with no letter or digit at all ("--", "?!") -> 0;
-- project guards (issue 10, :mod:`medrl.answer_guard`): injections, padding far beyond the
-  reference, hedges, negations of the reference and candidate lists -> 0 (a list of the
-  reference's own items in another order is left to the scorer).
+- project guards (:func:`medrl.rewards.base.answer_rejection`): injections, padding far beyond
+  the reference, hedges, negations of the reference in any form, candidate lists, and hard
+  mismatches (another side, a dropped side, another number or unit, another organ, a second
+  finding) -> 0, what a committed wrong answer earns (a list of the reference's own items in
+  another order is left to the scorer). Without this, the embedding pays "left temporal lobe"
+  for "right temporal lobe" and "Hydrocephalus: no" for "Hydrocephalus" (cosine >= 0.8).
 
 R_embed (Sec. 2.3.2, 4.2 "Embedding gating"): after the guards, 0 if the answer is shorter
 than ``min_chars`` characters or ``min_words`` words, or if more than ``max_nonalnum_ratio`` of
@@ -37,31 +40,36 @@ import string
 
 from medrl.answer_guard import clean_answer, guard_answer, is_placeholder, match_key  # noqa: F401
 from medrl.rewards import REWARDS
-from medrl.rewards.base import Reward, answer_rows
+from medrl.rewards.base import Reward, answer_rejection, answer_rows, column, is_identity
 
 MEDIX_WEIGHTS = {"format": 0.10, "llm": 0.5175, "embed": 0.3375, "modality": 0.045}
 
 _PUNCT_TABLE = str.maketrans({c: " " for c in string.punctuation})
 
 
-def answer_guard(pred: str | None, ref: str) -> float | None:
+def answer_guard(pred: str | None, ref: str, *, question: str | None = None) -> float | None:
     """The MediX-R1 reward guard (App. A.9 code order): 0.0 / 1.0 when it decides, None when a
     scorer (judge, embedding) must decide.
 
     1. no answer / empty after ``strip().strip('.')`` -> 0; one character -> 0 unless it equals a
        one-character reference (App. A.9: ``len(pred) <= 1`` -> 0; project change for counts);
-    2. every other rule of the shared guard :func:`medrl.answer_guard.guard_answer` (placeholder,
-       symbols only, hidden characters, padding, injection, hedge, negation of the reference,
-       candidate list) -> 0 (the guard itself never rejects the reference's own text, so running
-       it before the exact match only catches an "equal" answer carrying padding or hidden marks);
-    3. exact match -> 1 (project: case and whitespace runs ignored, :func:`medrl.answer_guard.match_key`).
+    2. every other rule of the shared guard :func:`medrl.rewards.base.answer_rejection`
+       (placeholder, symbols only, hidden characters, padding, injection, hedge, negation of the
+       reference, candidate list, hard mismatch) -> 0 (the guard never rejects the reference's
+       own text, so running it before the exact match only catches an "equal" answer carrying
+       padding or hidden marks);
+    3. exact match -> 1 (project: case and whitespace runs ignored, :func:`medrl.answer_guard.match_key`;
+       also the reference up to Unicode NFKC, look-alike letters, markup or the lexicon's identity,
+       :func:`medrl.rewards.base.is_identity`, which the embedding would otherwise pay less).
     """
     p, r = clean_answer(pred), clean_answer(ref)
     if not p:
         return 0.0
-    if guard_answer(p, r):
+    if answer_rejection(p, r, question=question):
         return 0.0
     if (match_key(p) == match_key(r) and match_key(p)) or p.casefold() == r.casefold():
+        return 1.0
+    if is_identity(p, r, question=question):  # the reference up to NFKC, look-alike letters, markup, lexicon
         return 1.0
     return None
 
@@ -87,11 +95,12 @@ def strip_punctuation(text: str) -> str:
 
 def embed_rewards(preds: list[str | None], refs: list[str], threshold: float = 0.8,
                   model: str | None = None, min_chars: int = 2, min_words: int = 1,
-                  max_nonalnum_ratio: float = 0.5) -> list[float]:
+                  max_nonalnum_ratio: float = 0.5, questions: list[str | None] | None = None) -> list[float]:
     """R_embed for a batch: guards, gate, then 1.0 if cosine >= ``threshold`` else 0.0."""
     from medrl.embeddings import cosine_pairs
 
-    out: list[float | None] = [answer_guard(p, r) for p, r in zip(preds, refs)]
+    qs = questions if questions is not None else [None] * len(preds)
+    out: list[float | None] = [answer_guard(p, r, question=q) for p, r, q in zip(preds, refs, qs)]
     todo = []
     for i, (p, r) in enumerate(zip(preds, refs)):
         if out[i] is None:
@@ -122,8 +131,10 @@ def composite_reward(r_format: float | None, r_llm: float | None, r_embed: float
 def embed_batch(completions, columns, *, reward="medix_embed", **options) -> list[float | None]:
     """Batch function of the ``medix_embed`` reward (parsed answers, ``None`` without a reference)."""
     parsed, refs, idx = answer_rows(completions, columns, reward=reward)
+    questions = column(columns, "question", len(completions), reward=reward)
     out: list[float | None] = [None] * len(completions)
-    scores = embed_rewards([parsed[i].answer for i in idx], [refs[i] for i in idx], **options)
+    scores = embed_rewards([parsed[i].answer for i in idx], [refs[i] for i in idx], **options,
+                           questions=[questions[i] for i in idx])
     for i, s in zip(idx, scores):
         out[i] = s
     return out

@@ -1,4 +1,4 @@
-"""Modality recognition reward (MediX-R1 003_d5d6a0d73a50ab79.txt Sec. 2.3.4 and App. A.9).
+"""Modality recognition reward (MediX-R1 Sec. 2.3.4 and App. A.9).
 
 The policy writes one of the 16 modality tags before ``<think>`` (the paper's prompt spells
 them ``<CT_SCAN>``); R_modality = 1 when that text equals the record's tag, case-insensitively,

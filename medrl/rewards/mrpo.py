@@ -1,9 +1,10 @@
-"""MRPO rewards (000_20b05565d28598f4.txt Sec. 4.1): answer, length and total.
+"""MRPO rewards (MRPO paper, Sec. 4.1): answer, length and total.
 
 - Answer reward, Eq. 2: R_ans = lambda1 * (ROUGE-1 + BLEU-1) + lambda2 * BERTScore,
   lambda1 = 0.25, lambda2 = 0.5 (so R_ans lies in [0, 1]). Guard (project, not in the paper):
-  :func:`medrl.answer_guard.guard_answer` runs first and a rejected answer (empty, placeholder,
-  list, hedge, negation, padding, injection) scores 0 before any metric.
+  :func:`medrl.rewards.base.answer_rejection` runs first and a rejected answer (empty,
+  placeholder, list, hedge, negation, padding, injection, or a hard mismatch: another side,
+  number, unit or organ, a second finding) scores 0, Eq. 2's minimum, before any metric.
 - Length reward, Eq. 4, for K sentence-level reasoning steps:
   R_len = -(K_min - K) / K_min if K < K_min; -(K - K_max) / K_max if K > K_max; else 0;
   K_min = 4, K_max = 10.
@@ -19,10 +20,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from medrl.answer_guard import guard_answer
 from medrl.parsing import split_steps
 from medrl.rewards import REWARDS
-from medrl.rewards.base import Reward, answer_metric, parse_all
+from medrl.rewards.base import Reward, answer_metric, answer_rejection, parse_all
 from medrl.rewards.lexical import bleu1, rouge1
 from medrl.rewards.semantic import bertscore_f1
 
@@ -61,14 +61,15 @@ def answer_rewards(preds: Sequence[str], refs: Sequence[str], model: str | None 
                    lambda2: float = 0.5) -> list[float]:
     """Eq. 2 for a batch of (answer, reference) pairs (one batched BERTScore call), after the guard.
 
-    Guard (project, issue 10; as MediX-R1's App. A.9 guard): an answer that
-    :func:`medrl.answer_guard.guard_answer` rejects (empty, one character, placeholder, symbols,
-    injection, padding, hedge, negation of the reference, candidate list) scores 0 before any
-    metric, so no exploit earns more than a committed wrong answer's lexical/BERTScore overlap.
+    Guard (project addition, in the manner of MediX-R1's App. A.9 guard): an answer that
+    :func:`medrl.rewards.base.answer_rejection` rejects (empty, one character, placeholder,
+    symbols, injection, padding, hedge, negation of the reference, candidate list, hard mismatch)
+    scores 0 before any metric, so no exploit earns more than a committed wrong answer's
+    lexical/BERTScore overlap. (The TRL reward also passes the question to the guard.)
     An answer equal to the reference after normalisation keeps Eq. 2 (its value near 1).
     """
     out = [0.0] * len(preds)
-    todo = [i for i, (p, r) in enumerate(zip(preds, refs)) if guard_answer(p, r) is None]
+    todo = [i for i, (p, r) in enumerate(zip(preds, refs)) if answer_rejection(p, r) is None]
     if todo:
         ps, rs = [preds[i] for i in todo], [refs[i] for i in todo]
         bs = bertscore_f1(ps, rs, model, num_layers=num_layers)

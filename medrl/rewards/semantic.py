@@ -1,7 +1,7 @@
 """Semantic similarity of the parsed answer with the reference: BERTScore F1 and embedding cosine.
 
-Used by MRPO Eq. 2 (000_20b05565d28598f4.txt; BiomedBERT there), ARMed Eq. 4/13 and HSS Eq. 15
-(001_46ab1c0cc2c66f17.txt; PubMedBERT for BERTScore, BioBERT-STS for cosine). The recipes name
+Used by MRPO Eq. 2 (BiomedBERT there), ARMed Eq. 4/13 and HSS Eq. 15
+of ARMed (PubMedBERT for BERTScore, BioBERT-STS for cosine). The recipes name
 those models (:data:`medrl.embeddings.PAPER_ENCODERS`); the default here, and the offline/CPU
 substitute, is the offline all-MiniLM-L6-v2 (:func:`medrl.embeddings.resolve_model`); any local
 folder or hub id can be passed as ``model``.

@@ -1,4 +1,4 @@
-"""StepGRPO rule-based step rewards (004_e0b907c1e61319f8.txt Sec. 3.2, Eq. 2-3).
+"""StepGRPO rule-based step rewards (StepGRPO paper, Sec. 3.2, Eq. 2-3).
 
 StepRAR, Eq. 2 (alpha = 0.1), with k = |v_match| / |v| the share of key steps v found in the
 reasoning by soft matching:
@@ -44,6 +44,12 @@ Correctness of the answer (ans = y): the one per-rollout decision of
 for open-ended records by default) and read from the ``correct`` column; called without it, the
 ``"exact"`` decision (answer guard, then a normalised match; ``rule="rouge1"`` adds ROUGE-1 >=
 ``threshold``).
+
+Guard (project addition): before Eq. 2 the answer goes through
+:func:`medrl.rewards.base.answer_rejection` (shape guard, then hard mismatch: polarity,
+laterality, number/unit, organ, second finding, list, hedge); a rejected answer counts as wrong
+(ans != y), whatever the ``correct`` column says, so it earns alpha * k like a committed wrong
+answer. Eq. 2 itself is unchanged.
 """
 
 from __future__ import annotations
@@ -56,7 +62,7 @@ from medrl.clinical.forms import equivalent_forms
 from medrl.clinical.lexicon import NEGATION_WORDS, canonical_text
 from medrl.parsing import parse_response, split_steps
 from medrl.rewards import REWARDS
-from medrl.rewards.base import Reward, column, parse_all, reference_text, texts_of
+from medrl.rewards.base import Reward, column, guard_correct, parse_all, reference_text, texts_of
 from medrl.rewards.correctness import batch_correct, check_rule, normalize_answer
 
 MATCH_MODES = ("soft", "fuzzy", "substring", "embedding")
@@ -295,13 +301,17 @@ def steprar_batch(completions, columns, *, reward="steprar", alpha=0.1, match="s
     refs = [reference_text(r) for r in column(columns, "answer", n, reward=reward)]
     keys = column(columns, "key_steps", n, reward=reward)
     forms = column(columns, "key_step_forms", n, reward=reward)
-    correct = batch_correct([p.answer for p in parsed], refs, columns, use_column=use_correct_column,
+    answers = [p.answer for p in parsed]
+    correct = batch_correct(answers, refs, columns, use_column=use_correct_column,
                             rule=rule, threshold=threshold, reward=reward)
+    correct = guard_correct(answers, refs, correct, columns, reward=reward)  # the guard (module docstring)
     out: list[float | None] = []
     for p, fs, ks, ok in zip(parsed, forms, keys, correct):
         ks = _row_key_steps(fs, ks)
         if ok is None or (not ks and missing_key_steps == "none"):
-            out.append(None)
+            from medrl.types import UNSCORABLE  # undecided correctness / no key steps: excluded
+
+            out.append(UNSCORABLE)
             continue
         k = key_step_ratio(p.reasoning, ks, match, match_threshold, model) if ks else 0.0
         out.append(accuracy_reward(bool((p.answer or "").strip()), ok, k, alpha))
