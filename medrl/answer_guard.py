@@ -237,6 +237,9 @@ def _repeats(text: str) -> bool:
 
     from medrl.clinical.lexicon import content_tokens
 
+    words = _WORD.findall(strip_answer(text).casefold())
+    if len(words) >= REPEAT_LIMIT and len(set(words)) == 1:
+        return True  # one word over and over, content word or not ("None None None")
     toks = content_tokens(text)
     counts = Counter(toks)
     if not counts:

@@ -122,7 +122,9 @@ def test_capo_consistency(server_judge):
 
 def test_unreachable_judge_gives_none_not_a_score():
     dead = _dead_judge()
-    comp = [wrap("This is a CT. The mass is in the left kidney.", "left renal")]  # a paraphrase: judge decides
+    # a sub-location the answer structure leaves open: the judge decides ("left renal" would be a
+    # lexicon identity, settled without a request)
+    comp = [wrap("This is a CT. The mass is in the left kidney.", "left kidney, upper pole")]
     kw = dict(answer=["Left kidney"], question=["Where?"])
     assert REWARDS.get("medix_llm")(judge=dead).sync(["q"], comp, **kw) == [None]
     proc = REWARDS.get("mrpo_process")(judge=dead)
@@ -142,20 +144,21 @@ def test_a_failing_row_is_unscored_but_auth_errors_and_bad_columns_raise(caplog)
         stats = JudgeStats()
 
         async def answer_correct(self, question, reference, prediction, *, image=None):
-            if prediction == "broken image":
+            if prediction == "left kidney, lower pole":  # open to the structure: it reaches the judge
                 raise OSError("cannot identify image file")
-            if prediction == "revoked":
+            if prediction == "left kidney, upper pole":
                 raise JudgeAuthError("HTTP 401")
             return Verdict.ok(True)
 
         verify_steps = consistency = answer_correct
 
     fn = REWARDS.get("medix_llm")(judge=Flaky())
-    comps = [wrap("It is in the left kidney.", a) for a in ("left renal", "broken image")]
+    comps = [wrap("It is in the left kidney.", a) for a in ("left renal", "left kidney, lower pole")]
     kw = dict(answer=["Left kidney"] * 2, question=["Where?"] * 2)
     assert fn.sync(["q"] * 2, comps, **kw) == [1.0, None]
     assert "row 1 unscored (OSError" in caplog.text
     with pytest.raises(JudgeAuthError):
-        fn.sync(["q"], [wrap("It is in the left kidney.", "revoked")], answer=["Left kidney"], question=["Where?"])
+        fn.sync(["q"], [wrap("It is in the left kidney.", "left kidney, upper pole")], answer=["Left kidney"],
+                question=["Where?"])
     with pytest.raises(ValueError, match="column 'answer' has 1 values for 2"):
         fn.sync(["q"] * 2, comps, answer=["Left kidney"], question=["Where?"] * 2)

@@ -87,8 +87,9 @@ def test_offline_never_reaches_the_hub(monkeypatch):
 
     spec = next(x for x in r.rewards if x["name"] == "medix_embed")
     embed = REWARDS.get("medix_embed")(**spec["options"])
+    # an answer the guard lets through (the left renal vein is now refused before any encoder loads)
     with pytest.raises(OSError, match="local Hugging Face cache"):
-        embed(["p"], ["<think>x</think><answer>the left renal vein</answer>"], answer=["renal artery"])
+        embed(["p"], ["<think>x</think><answer>the renal artery near the hilum</answer>"], answer=["renal artery"])
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -28,7 +28,7 @@ from functools import lru_cache
 from medrl.clinical.lexicon import STOPWORDS, all_tokens, stem, typo_equal
 from medrl.clinical.qualifiers import qualifier_kind
 from medrl.equivalence.quantities import describe, same_quantities
-from medrl.equivalence.structure import LOCATION_GROUPS, NEGATION_CUES, Reading, expand_sides, read
+from medrl.equivalence.structure import LOCATION_GROUPS, NEGATION_CUES, Reading, expand_sides, read, rewrite_negations
 
 #: ``Equivalence.basis`` values that mean "the same answer by identity" (no judgement involved)
 IDENTITY = ("exact", "lexicon")
@@ -126,6 +126,9 @@ def _answer_polarity(question: str | None, answer: str, a: Reading) -> str | Non
 
 
 # ------------------------------------------------------------------ hard mismatch
+_SEGMENT = re.compile(r"\s*[,;/|]\s*|\s+or\s+", re.IGNORECASE)
+
+
 @lru_cache(maxsize=32768)
 def _hard(reference: str, answer: str, question: str | None) -> str | None:
     from medrl.answer_guard import guard_answer, list_items
@@ -163,6 +166,9 @@ def _hard(reference: str, answer: str, question: str | None) -> str | None:
         r_bare = {w for w in exact_key(r.text).split() if w not in STOPWORDS}
         a_bare = set(exact_key(a.text).split())
         own_negation = (a_bare & NEGATION_CUES) - r_bare or a.marks[0]
+        rewritten = rewrite_negations(exact_key(a.text))[0]
+        if rewritten != exact_key(a.text) and rewritten.startswith("no ") and r_bare <= set(rewritten[3:].split()):
+            own_negation = True  # "None is ruled out", "None: no": the reference's own word negated
         if own_negation and r_bare and r_bare <= a_bare:
             return "polarity: negates the reference's own word"  # "not normal", "no nothing"
         if not _is_null(a) and (a.asserted - _NULL_WORDS - set(a.qualifiers) or "abnormal" in a.asserted):
@@ -191,6 +197,8 @@ def _hard(reference: str, answer: str, question: str | None) -> str | None:
         return f"number: {describe(list(r.quantities))} vs {describe(list(a.quantities))}"
     if r.quantities and not a.quantities and any(q.dimension != "number" for q in r.quantities):
         return f"number: {describe(list(r.quantities))} left out"
+    if a.quantities and not r.quantities and not read(question or "").quantities:
+        return f"number the reference does not give ({describe(list(a.quantities))})"
     # every location of the reference, in the answer
     for g in LOCATION_GROUPS:
         if g in r.locations and g not in a.locations:
@@ -201,6 +209,16 @@ def _hard(reference: str, answer: str, question: str | None) -> str | None:
         missing = [i for i in r_items if not set(read(i).words) <= _matched(set(read(i).words), a_words)]
         if missing:
             return f"misses part of the reference list ({'; '.join(missing)})"
+    # a candidate list: a comma/slash/semicolon/"or" item holding words that are neither the
+    # reference's nor allowed qualifiers ("Gray, T2, Lower Right Lung" for "Lower Right Lung"),
+    # while "Chest X-Ray, PA view" (a view) and "Liver, enlarged" (a descriptor) stay open
+    segments = [seg for seg in _SEGMENT.split(a.text) if seg.strip()]
+    if len(segments) >= 2 and len(r_items) < 2:
+        for seg in segments:
+            part = read(seg)  # a sub-location ("upper pole") qualifies; the judge decides those
+            unexplained = {w for w in part.words if not _find(w, r_words) and w not in a.qualifiers}
+            if unexplained and not (set(part.words) - unexplained) and not part.locations:
+                return f"a candidate list (an item the reference does not account for: {'/'.join(sorted(unexplained))})"
     # another structure in place of the reference's ("Iliacus muscle" for "Psoas muscle")
     left_out = {w for w in r_words if not _find(w, a_words) and w not in r.qualifiers}
     put_in = {w for w in a_words if not _find(w, r_words) and w not in a.qualifiers}
