@@ -126,6 +126,8 @@ def _answer_polarity(question: str | None, answer: str, a: Reading) -> str | Non
 
 
 # ------------------------------------------------------------------ hard mismatch
+#: an answer longer than PADDING_FACTOR x the reference + PADDING_SLACK characters is padding
+PADDING_FACTOR, PADDING_SLACK = 4, 400
 _SEGMENT = re.compile(r"\s*[,;/|]\s*|\s+or\s+", re.IGNORECASE)
 
 
@@ -134,6 +136,10 @@ def _hard(reference: str, answer: str, question: str | None) -> str | None:
     from medrl.answer_guard import guard_answer, list_items
     from medrl.clinical.mismatch import hard_mismatch as clinical_mismatch
 
+    if len(answer) > PADDING_FACTOR * len(reference) + PADDING_SLACK:
+        # far longer than any answer to this reference: padding, refused before the answer is parsed
+        # (reading a 50,000-character answer clause by clause would cost seconds per rollout)
+        return f"padded ({len(answer)} characters for a {len(reference)}-character reference)"
     r, a = read(reference), read(answer)
     why = guard_answer(expand_sides(a.text) if a.text.strip() else answer, expand_sides(r.text), question=question)
     if why is None and a.text != answer:
