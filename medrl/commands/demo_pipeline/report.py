@@ -108,6 +108,9 @@ def intro(rep: Report, ctx: ReportContext) -> None:
     rep.paragraph(
         f"Pipeline: warm-up SFT -> GRPO and MRPO from the same warm-up model with the same seed ({c.seed}), data "
         f"order and budget -> greedy evaluation of all three on the same {ctx.n_test} open-ended VQA-RAD test records. "
+        f"MRPO's paper trains directly with RL, without an SFT cold start (App. D.1); the demo warms up first "
+        f"because its 135M language model writes no <think>/<answer> format before SFT, so every reward "
+        f"would be flat and nothing would be learned. "
         f"Judge: {ctx.judge_name}"
         + (" (medrl's offline reference-based judge: a documented heuristic that compares with the reference "
            "answer and the record's evidence; it cannot see the image - point --judge at a strong LLM for real "
