@@ -81,10 +81,11 @@ def test_garbage_file_and_damage_while_in_use(tmp_path, caplog):
 
 
 def test_lone_surrogates_reach_neither_the_cache_key_nor_the_wire(tmp_path):
+    # "lung, enlarged" is not an identity, so it reaches the judge (an identity is settled locally)
     with serve_in_thread(create_app(_Yes())) as url:
         j = build_judge("openai:yes", base_url=url, cache_path=str(tmp_path / "c.sqlite"), **FAST)
-        v = run_sync(j.answer_correct("Which organ\ud800 is it?", "Lung", "lung"))
+        v = run_sync(j.answer_correct("Which organ\ud800 is it?", "Lung", "lung, enlarged"))
         assert v.scored and v.value is True
-        again = run_sync(j.answer_correct("Which organ\ud800 is it?", "Lung", "lung"))
+        again = run_sync(j.answer_correct("Which organ\ud800 is it?", "Lung", "lung, enlarged"))
         assert again.meta.get("cached")
         j.close()

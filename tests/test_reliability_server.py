@@ -174,7 +174,8 @@ def test_overload_gets_503_and_the_client_retries():
         async def go():
             import asyncio
 
-            return await asyncio.gather(*(j.answer_correct(f"q{i}?", "Lung", "lung") for i in range(3)))
+            # not an identity, so each reaches the server (the reference backend accepts the qualifier)
+            return await asyncio.gather(*(j.answer_correct(f"q{i}?", "Lung", "lung, enlarged") for i in range(3)))
 
         assert all(v.scored and v.value is True for v in run_sync(go()))
         assert j.stats.retries >= 1

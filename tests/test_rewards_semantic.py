@@ -61,7 +61,9 @@ def test_semantic_callables():
 
 
 def test_armed_adaptive_semantic_state_round_trip():
-    comps = [resp(a) for a in ["left lung", "right lung", "heart", "renal artery"]]
+    # answers the shared guard lets through (a side flip or another organ would score 0 before
+    # the metric and stay out of the adaptive statistics)
+    comps = [resp(a) for a in ["left lung", "left lung, upper zone", "left lung, enlarged", "left lung apex"]]
     ans = ["left lung"] * 4
     a = REWARDS.get("armed_adaptive_semantic")(initial_threshold=0.5)
     b = REWARDS.get("armed_adaptive_semantic")(initial_threshold=0.5)

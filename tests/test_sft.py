@@ -112,7 +112,9 @@ def test_cli_full_finetune_then_resume(records, tiny_dir, tmp_path):
 
     data = write_jsonl(records, tmp_path / "recs.jsonl")
     out = tmp_path / "cli"
+    # the JSONL names the fixture's images by absolute path, outside its own folder
     common = ["sft", "--model", str(tiny_dir), "--data", f"jsonl:{data}", "--out", str(out), "--no-lora",
+              "--allow-outside-data-root",
               "--lr", "1e-2", "--batch-size", "2", "--set", "save_steps=1"]
     assert main(common + ["--max-steps", "1"]) == 0
     first = json.loads((out / "train_result.json").read_text())

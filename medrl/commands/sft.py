@@ -38,6 +38,9 @@ def add_arguments(p) -> None:
                    help="folder holding vqa_rad/, slake/, ... (default: the first of $MEDRL_DATA_DIR, ./data, "
                    "../shared/data that holds the dataset)")
     p.add_argument("--out", required=True, help="run folder")
+    p.add_argument("--allow-outside-data-root", action="store_true",
+                   help="accept image paths that resolve outside the dataset's folder / the data folder "
+                        "(refused by default; e.g. a JSONL naming images elsewhere by absolute path; docs/data.md)")
     p.add_argument("--recipe", default="sft", help="recipe whose `sft` section gives the defaults (default: sft)")
     p.add_argument("--style", default=None, choices=["think_answer", "modality_think_answer", "plain"],
                    help="prompt/answer format (default: the recipe's data.prompt_style)")
@@ -81,9 +84,19 @@ def run(args) -> int:
     if getattr(args, "out", None) and not getattr(args, "dry_run", False):
         from medrl.runlock import run_lock
 
-        with run_lock(args.out, "medrl sft"):
+        with run_lock(args.out, "medrl sft"), _data_root_setting(args):
             return _run(args)
-    return _run(args)
+    with _data_root_setting(args):
+        return _run(args)
+
+
+def _data_root_setting(args):
+    """--allow-outside-data-root for the whole run (training workers inherit it)."""
+    import contextlib
+
+    from medrl.data.images import allow_outside_data_root
+
+    return allow_outside_data_root() if getattr(args, "allow_outside_data_root", False) else contextlib.nullcontext()
 
 
 def _run(args) -> int:

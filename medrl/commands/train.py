@@ -76,6 +76,9 @@ def add_arguments(p) -> None:
                    help="stop cleanly (checkpoint saved) once the judge has used this many tokens ('2M tokens', "
                         "'500k') or US dollars ('$5'; needs judge.price_in_per_mtok / price_out_per_mtok)")
     p.add_argument("--out", default=None, help="run folder (required unless --dry-run)")
+    p.add_argument("--allow-outside-data-root", action="store_true",
+                   help="accept image paths that resolve outside the dataset's folder / the data folder "
+                        "(refused by default; e.g. a JSONL naming images elsewhere by absolute path; docs/data.md)")
     p.add_argument("--profile", default=None, help="profile overlay, e.g. 'cpu' (small, runs in minutes on a CPU)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="override a recipe value (repeatable), e.g. grpo.beta=0.0; the value is YAML, so "
@@ -173,9 +176,19 @@ def run(args) -> int:
     if getattr(args, "out", None) and not getattr(args, "dry_run", False):
         from medrl.runlock import run_lock
 
-        with run_lock(args.out, "medrl train"):
+        with run_lock(args.out, "medrl train"), _data_root_setting(args):
             return _run(args)
-    return _run(args)
+    with _data_root_setting(args):
+        return _run(args)
+
+
+def _data_root_setting(args):
+    """--allow-outside-data-root for the whole run (training workers inherit it)."""
+    import contextlib
+
+    from medrl.data.images import allow_outside_data_root
+
+    return allow_outside_data_root() if getattr(args, "allow_outside_data_root", False) else contextlib.nullcontext()
 
 
 def _run(args) -> int:
