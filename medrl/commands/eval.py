@@ -222,15 +222,14 @@ def run(args) -> int:
                   bertscore_model=args.bertscore_model, concurrency=args.concurrency, n_boot=args.bootstrap,
                   seed=args.seed, overwrite=args.overwrite,
                   rescore_unscored=bool(getattr(args, "rescore_unscored", False)))
-    from medrl.data.images import allow_outside_data_root
-    from medrl.runlock import run_lock  # a second writer: RunLockedError, exit code LOCKED (medrl.cli)
+    # one writer per folder: a second one raises RunLockedError, exit code LOCKED (medrl.cli)
+    from medrl.commands.run_folder import run_in_folder
 
     if not args.rescore and (not args.model or not (args.data or args.ood)):
         print("medrl eval: --model and --data (or --ood) are required (or --rescore EVAL_DIR)", file=sys.stderr)
         return 2
     try:
-        with run_lock(args.out, "medrl eval"), allow_outside_data_root(bool(getattr(args, "allow_outside_data_root", False))):
-            metrics = _run_locked(args, judge, common, protocols)
+        metrics = run_in_folder(args, "medrl eval", lambda: _run_locked(args, judge, common, protocols))
     except EvalFolderMismatch as exc:
         print(f"medrl eval: {exc}", file=sys.stderr)
         return 2

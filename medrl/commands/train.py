@@ -171,24 +171,11 @@ def _show(v) -> str:
 
 
 def run(args) -> int:
-    """One writer per run folder (:func:`medrl.runlock.run_lock`): a second ``medrl train`` on
-    the same --out is refused naming the first one's PID."""
-    if getattr(args, "out", None) and not getattr(args, "dry_run", False):
-        from medrl.runlock import run_lock
+    """One writer per run folder, ``--allow-outside-data-root`` for the whole run
+    (:func:`medrl.commands.run_folder.run_in_folder`)."""
+    from medrl.commands.run_folder import run_in_folder
 
-        with run_lock(args.out, "medrl train"), _data_root_setting(args):
-            return _run(args)
-    with _data_root_setting(args):
-        return _run(args)
-
-
-def _data_root_setting(args):
-    """--allow-outside-data-root for the whole run (training workers inherit it)."""
-    import contextlib
-
-    from medrl.data.images import allow_outside_data_root
-
-    return allow_outside_data_root() if getattr(args, "allow_outside_data_root", False) else contextlib.nullcontext()
+    return run_in_folder(args, "medrl train", lambda: _run(args))
 
 
 def _run(args) -> int:
