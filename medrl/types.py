@@ -9,6 +9,8 @@ The VQA record type lives in :mod:`medrl.data.record` (it carries I/O helpers).
 
 from __future__ import annotations
 
+import abc
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -154,7 +156,7 @@ def is_stateful_reward(reward: Any) -> bool:
     return getattr(reward, "checkpoint_state", False) is True
 
 
-class StatefulReward:
+class StatefulReward(abc.ABC):
     """The opt-in protocol of a reward that keeps state across training steps (ARMed's adaptive
     thresholds): set the class attribute ``checkpoint_state = True`` and implement
     ``state_dict() -> dict`` (JSON-serialisable) and ``load_state_dict(dict)``; optionally a
@@ -168,8 +170,10 @@ class StatefulReward:
 
     checkpoint_state = True
 
-    def state_dict(self) -> dict:  # pragma: no cover - protocol
-        raise NotImplementedError
+    @abc.abstractmethod
+    def state_dict(self) -> dict:
+        """The reward's state, JSON-serialisable (written into every checkpoint)."""
 
-    def load_state_dict(self, state: dict) -> None:  # pragma: no cover - protocol
-        raise NotImplementedError
+    @abc.abstractmethod
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what :meth:`state_dict` returned (on resume)."""
