@@ -87,9 +87,9 @@ def add_arguments(p) -> None:
     p.add_argument("--judge-retry-budget", type=float, default=None, metavar="SECONDS",
                    help="total seconds per judge request over all its retries (default: twice --judge-timeout; "
                         "0 = no limit); past it the item is unscored and a rerun asks again")
-    p.add_argument("--allow-outside-data-root", action="store_true",
-                   help="accept image paths that resolve outside the dataset's folder / the data folder "
-                        "(refused by default: such a file is never read or sent to the judge; docs/data.md)")
+    from medrl.commands.run_folder import add_data_root_arg
+
+    add_data_root_arg(p)
     p.add_argument("--rescore-unscored", action="store_true",
                    help="resume a folder with a different judge: keep its scores, score only the unscored outputs")
     p.add_argument("--skip-invalid", action="store_true",

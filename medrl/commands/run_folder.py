@@ -9,6 +9,14 @@ import contextlib
 from typing import Callable
 
 
+def add_data_root_arg(p) -> None:
+    """``--allow-outside-data-root``, the same option on every command that reads images."""
+    p.add_argument("--allow-outside-data-root", action="store_true",
+                   help="accept image paths that resolve outside the dataset's folder / the data folder "
+                        "(refused by default: such a file is never read or sent to the judge; e.g. a JSONL "
+                        "naming images elsewhere by absolute path; docs/data.md)")
+
+
 def run_in_folder(args, command: str, work: Callable[[], int]) -> int:
     """``work()`` under the folder lock (unless ``--dry-run`` or no ``--out``) and the data-root
     setting; returns its exit code."""

@@ -38,9 +38,9 @@ def add_arguments(p) -> None:
                    help="folder holding vqa_rad/, slake/, ... (default: the first of $MEDRL_DATA_DIR, ./data, "
                    "../shared/data that holds the dataset)")
     p.add_argument("--out", required=True, help="run folder")
-    p.add_argument("--allow-outside-data-root", action="store_true",
-                   help="accept image paths that resolve outside the dataset's folder / the data folder "
-                        "(refused by default; e.g. a JSONL naming images elsewhere by absolute path; docs/data.md)")
+    from medrl.commands.run_folder import add_data_root_arg
+
+    add_data_root_arg(p)
     p.add_argument("--recipe", default="sft", help="recipe whose `sft` section gives the defaults (default: sft)")
     p.add_argument("--style", default=None, choices=["think_answer", "modality_think_answer", "plain"],
                    help="prompt/answer format (default: the recipe's data.prompt_style)")

@@ -76,9 +76,9 @@ def add_arguments(p) -> None:
                    help="stop cleanly (checkpoint saved) once the judge has used this many tokens ('2M tokens', "
                         "'500k') or US dollars ('$5'; needs judge.price_in_per_mtok / price_out_per_mtok)")
     p.add_argument("--out", default=None, help="run folder (required unless --dry-run)")
-    p.add_argument("--allow-outside-data-root", action="store_true",
-                   help="accept image paths that resolve outside the dataset's folder / the data folder "
-                        "(refused by default; e.g. a JSONL naming images elsewhere by absolute path; docs/data.md)")
+    from medrl.commands.run_folder import add_data_root_arg
+
+    add_data_root_arg(p)
     p.add_argument("--profile", default=None, help="profile overlay, e.g. 'cpu' (small, runs in minutes on a CPU)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="override a recipe value (repeatable), e.g. grpo.beta=0.0; the value is YAML, so "
