@@ -1,16 +1,11 @@
-"""Data shipped with medrl for measuring judges.
-
-- ``judge_dev.jsonl``: a hand-labelled development set for ``medrl judge-bench`` (answer items and
-  reasoning traces written for this project from the VQA-RAD and SLAKE *training* splits; images
-  are referenced by path under the data root, never copied). Format: docs/judges.md.
-- ``judge_agreement.json``: measured agreement of built-in judges on that set, read by
-  :func:`medrl.eval.judge_bench.known_agreement` so eval reports can state how far to trust a judge.
-"""
+"""Old import path of the judge label files, which live in :mod:`medrl.judges.labels` now
+(``judge_dev.jsonl``, ``judge_agreement.json``). The paths are spelled here without importing
+that package, so this bottom-layer module imports nothing above it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-BENCH_DIR = Path(__file__).resolve().parent
+BENCH_DIR = Path(__file__).resolve().parent.parent / "judges" / "labels"
 JUDGE_DEV = BENCH_DIR / "judge_dev.jsonl"
 JUDGE_AGREEMENT = BENCH_DIR / "judge_agreement.json"

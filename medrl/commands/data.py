@@ -13,14 +13,18 @@ DESCRIPTION = """\
 Load medical VQA datasets in their official layouts, look at them, convert them to medrl's JSONL
 record format, filter them, and run the curation tools of the papers.
 
-Data sources (--dataset): vqa_rad, slake, pathvqa, pmc_vqa (pmc_vqa_mc: with its options), the
-Hugging Face copies vqa_rad_hf, slake_hf, pathvqa_hf, and the benchmarks omnimedvqa, mmmu_med
-(MMMU Health & Medicine), medxpertqa_mm, medqa, medmcqa, pubmedqa (found under --data-dir,
-default $MEDRL_DATA_DIR, ./data or ../shared/data), a split after a colon (vqa_rad:test),
-jsonl:<file> (medrl records) or hf:<folder or hub id> (save_to_disk folder, downloaded parquet
-folder, or a hub id). Layouts and downloads: docs/data.md and docs/evaluation.md.
+Data sources (--dataset): a name of medrl's source table - vqa_rad, slake, pathvqa, pmc_vqa
+(pmc_vqa_mc: with its options), their Hugging Face copies (vqa_rad_hf, ...), the papers'
+evaluation sets (omnimedvqa, mmmu_med, medqa, usmle_sa, vqa_med_2021, radimagenet_vqa,
+mimic_cxr_vqa, MediX-R1's collection medix_pubmedqa, medix_pmc_vqa_hard, ...), training sets
+(medix_rl, med_zero_17k, mulberry_cot) and the generated phantom; `medrl data sources` lists
+them all with their downloads and which are present. Named sources are found under --data-dir
+(default $MEDRL_DATA_DIR, ./data or ../shared/data), with a split after a colon (vqa_rad:test);
+also jsonl:<file> (medrl records) or hf:<folder or hub id> (save_to_disk folder, downloaded
+parquet folder, or a hub id). Layouts and downloads: docs/data.md.
 
 Examples:
+  medrl data sources                                         # every source and suite, present or not
   medrl data inspect --dataset vqa_rad                       # counts by split/type/modality + samples
   medrl data inspect --dataset slake:validate --samples 5
   medrl data convert --dataset vqa_rad:train --open --out data/rad_train_open.jsonl
@@ -43,9 +47,8 @@ stop with an error naming the file and the record; --skip-invalid skips and coun
 def _add_source(p: argparse.ArgumentParser, required: bool = True) -> None:
     g = p.add_argument_group("data source")
     g.add_argument("--dataset", required=required,
-                   help="a loader name (vqa_rad, slake, pathvqa, pmc_vqa, pmc_vqa_mc, vqa_rad_hf, slake_hf, pathvqa_hf, "
-                        "omnimedvqa, mmmu_med, medxpertqa_mm, medqa, medmcqa, pubmedqa)[:split] | jsonl:<file> | "
-                        "hf:<folder or hub id>")
+                   help="a source name (vqa_rad, slake, pathvqa, pmc_vqa, ...; `medrl data sources` lists them)"
+                        "[:split] | jsonl:<file> | hf:<folder or hub id>")
     g.add_argument("--split", help="split (train/test/validate); overrides a ':split' suffix")
     g.add_argument("--data-dir", help="folder holding vqa_rad/, slake/, ... (default: medrl.paths.data_root())")
     g.add_argument("--open", nargs="?", const="papers", default=None, choices=["papers", "answer_type", "strict"],
@@ -73,6 +76,11 @@ def _add_judge(p: argparse.ArgumentParser) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="data_command", metavar="<subcommand>")
     fmt = argparse.RawDescriptionHelpFormatter
+
+    p = sub.add_parser("sources", help="every named source and suite, where to get it, and which are present",
+                       formatter_class=fmt)
+    p.add_argument("--data-dir", help="data folder to check (default: the usual candidates, see medrl.paths)")
+    p.add_argument("--json", action="store_true", help="print the table as JSON")
 
     p = sub.add_parser("inspect", help="counts by split, answer type, modality, open/closed; a few samples", formatter_class=fmt)
     _add_source(p)
@@ -203,6 +211,41 @@ def inspect_counts(records) -> dict:
     }
 
 
+def sources_table(data_dir: str | None = None) -> dict:
+    """What ``medrl data sources`` prints: each source's title, download, folder names and the
+    folder it was found in (None when absent), and each suite's source specs."""
+    from medrl.data.registry import SOURCES, SUITES, find_source
+    from medrl.paths import data_roots
+
+    roots = data_roots(data_dir)
+    table = {}
+    for name, src in SOURCES.items():
+        where = next((str(p) for root in roots if (p := find_source(name, root)) is not None), None)
+        table[name] = {"title": src.title, "url": src.url, "folders": list(src.folders), "text_only": src.text_only,
+                       "found": where if src.needs_files else "generated"}
+    suites = {name: [spec for spec, _ in items] for name, items in SUITES.items()}
+    return {"data_roots": [str(r) for r in roots], "sources": table, "suites": suites}
+
+
+def _print_sources(args) -> int:
+    t = sources_table(getattr(args, "data_dir", None))
+    if args.json:
+        print(json.dumps(t, indent=2))
+        return 0
+    print(f"data folders checked: {', '.join(t['data_roots']) or '(none)'}")
+    width = max(len(n) for n in t["sources"])
+    for name, info in t["sources"].items():
+        state = info["found"] or "absent"
+        print(f"  {name:<{width}}  {state}")
+        if not info["found"]:
+            folders = f" (folder {' | '.join(info['folders'][:3])})" if info["folders"] else ""
+            print(f"  {'':<{width}}  get it: {info['url']}{folders}")
+    print("suites (medrl eval --suite NAME):")
+    for name, specs in t["suites"].items():
+        print(f"  {name}: {', '.join(specs)}")
+    return 0
+
+
 def run(args) -> int:
     from medrl.data import DataError
 
@@ -210,6 +253,8 @@ def run(args) -> int:
     if cmd is None:
         args._data_parser.print_help()
         return 2
+    if cmd == "sources":
+        return _print_sources(args)
     try:
         if cmd == "corrupt":
             from PIL import Image

@@ -24,7 +24,7 @@ the same command: items already judged are kept. Each judge's headline numbers a
 recorded in $MEDRL_CACHE/judge_agreement.json (skip with --no-record), where `medrl eval`
 reports look them up to say how far their judge can be trusted.
 
-Default labels: the development set shipped with medrl (medrl/benchmarks/judge_dev.jsonl:
+Default labels: the development set shipped with medrl (medrl/judges/labels/judge_dev.jsonl:
 VQA-RAD and SLAKE training-split items written and labelled for this project). Its items are
 split: "dev" items were used while writing the reference judge's rules, "frozen" items are never
 used for tuning. Every figure is reported for the frozen split (the headline, what `medrl eval`
@@ -47,7 +47,7 @@ def add_arguments(p) -> None:
     p.add_argument("--judge", action="append", required=True, metavar="SPEC",
                    help="judge spec, repeatable: reference | openai:<model>")
     p.add_argument("--labels", default=None, metavar="FILE",
-                   help="labelled JSONL file (default: the shipped medrl/benchmarks/judge_dev.jsonl)")
+                   help="labelled JSONL file (default: the shipped medrl/judges/labels/judge_dev.jsonl)")
     p.add_argument("--out", required=True, help="output folder (resumed when it exists)")
     p.add_argument("--data-root", default=None,
                    help="folder the labels' image paths are relative to (default: $MEDRL_DATA_DIR, ./data, ../shared/data)")
@@ -66,7 +66,7 @@ def add_arguments(p) -> None:
                    help="do not record the headline numbers in $MEDRL_CACHE/judge_agreement.json")
     p.add_argument("--record-file", default=None, metavar="JSON",
                    help="record the headline numbers in this file instead (maintainers refresh the shipped "
-                   "medrl/benchmarks/judge_agreement.json this way)")
+                   "medrl/judges/labels/judge_agreement.json this way)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 

@@ -1,5 +1,6 @@
-"""Medical VQA data: one record type, loaders for the papers' datasets, filters, prompts,
-curation tools and image corruption.
+"""Medical VQA data: one record type, the registry of sources (dataset loaders, one file per
+family in :mod:`medrl.data.sources`) and suites, filters, prompts, curation tools and image
+corruption.
 
 Importing this package is instant: the record type and JSONL I/O use the standard library only;
 ``to_hf_dataset`` imports ``datasets`` when called, curation imports scikit-learn when called.
@@ -12,7 +13,7 @@ Importing this package is instant: the record type and JSONL I/O use the standar
 from __future__ import annotations
 
 from medrl.data.filters import deduplicate, filter_language, filter_open, is_open
-from medrl.data.loaders import DATASETS, load_records, parse_source
+from medrl.data.registry import DATASETS, load_records, parse_source
 from medrl.data.record import DataError, VQARecord, is_yes_no, read_jsonl, write_jsonl
 
 __all__ = [
@@ -33,7 +34,7 @@ def __getattr__(name: str):
 
         return getattr(prompts, name)
     if name == "attach_rationales":
-        from medrl.data.medthink import attach_rationales
+        from medrl.data.sources.medthink import attach_rationales
 
         return attach_rationales
     if name == "validate_records":

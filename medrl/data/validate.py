@@ -155,39 +155,3 @@ def validate_records(
     if report is not None:
         report["valid"] = report.get("valid", 0) + len(good)
     return good
-
-
-def source_identity(source: str, split: str | None = None, data_dir: str | os.PathLike | None = None) -> tuple:
-    """What ``source`` (a ``load_records`` spec) reads, spelled one way: a file or folder by its
-    resolved path (``a.jsonl``, ``./a.jsonl``, ``x/../a.jsonl`` and a symlink to it are one),
-    a named dataset by its name and the resolved data folder; plus the split."""
-    from medrl.data.loaders import parse_source
-
-    kind, path, src_split = parse_source(source)
-    split = split or src_split
-    if kind in ("jsonl", "hf") and path:
-        p = os.path.realpath(os.path.expanduser(path)) if kind == "jsonl" or os.path.exists(path) else path
-        return kind, p, split
-    try:
-        from medrl.paths import data_root
-
-        root = os.path.realpath(data_root(data_dir))
-    except (FileNotFoundError, OSError):
-        root = None
-    return kind, root, split
-
-
-def refuse_duplicate_sources(specs: Iterable[tuple[str, str, str | None]],
-                             data_dir: str | os.PathLike | None = None) -> None:
-    """Raise :class:`DataError` when two dataset specs read the same source (by
-    :func:`source_identity`): evaluated twice, one file would count as two datasets in the
-    macro averages. ``specs``: ``(spec as given, source, split)``."""
-    seen: dict[tuple, str] = {}
-    for spec, source, split in specs:
-        key = source_identity(source, split, data_dir)
-        if key in seen:
-            what = f"the same file {key[1]}" if key[0] in ("jsonl", "hf") else f"the same dataset {key[0]}"
-            raise DataError(f"dataset specs {seen[key]!r} and {spec!r} name {what}"
-                            f"{f' (split {key[2]})' if key[2] else ''}: refused as a duplicate source; "
-                            "give each dataset once")
-        seen[key] = spec

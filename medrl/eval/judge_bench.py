@@ -5,7 +5,7 @@ against a human evaluator: accuracy for answer correctness, and per-step agreeme
 kappa for Gold Alignment, Answer Contribution and the process reward R_proc (Eq. 3: a step is
 valid when either criterion is 1). This module does the same for any judge medrl can build
 (``reference``, ``openai:<model>``) on a labelled JSONL file (format: docs/judges.md; a shipped
-set is :data:`medrl.benchmarks.JUDGE_DEV`).
+set is :data:`medrl.judges.labels.JUDGE_DEV`).
 
 Layout of an output folder (``--out``)::
 
@@ -26,7 +26,7 @@ headline (``summary``) that ``medrl eval`` and reports quote; the dev-split figu
 bound (the rules were written against it).
 
 :func:`known_agreement` looks up the measured agreement of a judge (shipped
-``medrl/benchmarks/judge_agreement.json``, plus the user's own runs recorded under the cache
+``medrl/judges/labels/judge_agreement.json``, plus the user's own runs recorded under the cache
 folder) so eval reports can say how far their judge was measured to agree with humans.
 """
 
@@ -149,7 +149,7 @@ def split_for(record_key: str) -> str:
 
 def default_labels() -> Path:
     """The labelled development set shipped with medrl."""
-    from medrl.benchmarks import JUDGE_DEV
+    from medrl.judges.labels import JUDGE_DEV
 
     return JUDGE_DEV
 
@@ -647,14 +647,14 @@ def known_agreement(judge_spec: str | None) -> dict | None:
 
     Looks in the user's cache folder first (``$MEDRL_CACHE/judge_agreement.json``, written by
     every ``medrl judge-bench`` run unless ``--no-record``), then in the file shipped with medrl
-    (``medrl/benchmarks/judge_agreement.json``, the maintainers' run on the shipped set). The dict
+    (``medrl/judges/labels/judge_agreement.json``, the maintainers' run on the shipped set). The dict
     holds :func:`summary_of`'s numbers plus ``judge``, ``labels``, ``measured`` (date),
     ``medrl_version`` and ``source`` ("user" or "shipped").
     """
     if not judge_spec:
         return None
     key = _norm_spec(judge_spec)
-    from medrl.benchmarks import JUDGE_AGREEMENT
+    from medrl.judges.labels import JUDGE_AGREEMENT
 
     for source, path in (("user", None), ("shipped", JUDGE_AGREEMENT)):
         try:
