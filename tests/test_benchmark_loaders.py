@@ -38,6 +38,7 @@ def cache(tmp_path, monkeypatch):
 
 
 def test_vqa_rad_hf_from_save_to_disk_and_parquet(tmp_path, cache):
+    """flaviagiammarino/vqa-rad (dataset card: image, question, answer; data/<split>-*.parquet)."""
     import datasets
 
     feats = datasets.Features({"image": datasets.Image(), "question": datasets.Value("string"),
@@ -66,6 +67,7 @@ def test_vqa_rad_hf_from_save_to_disk_and_parquet(tmp_path, cache):
 
 
 def test_pathvqa_hf_parquet_is_pathology(tmp_path, cache):
+    """flaviagiammarino/path-vqa (dataset card: image, question, answer; data/<split>-*.parquet)."""
     import datasets
 
     feats = datasets.Features({"image": datasets.Image(), "question": datasets.Value("string"),
@@ -95,6 +97,7 @@ def _slake_flat(root):
 
 
 def test_slake_hf_bokelvin_layout(tmp_path):
+    """BoKelvin/SLAKE: train.json / validation.json / test.json and imgs/ from imgs.zip."""
     _slake_flat(tmp_path / "slake_hf")
     recs = load_records("slake_hf", split="test", data_dir=tmp_path)
     assert [r.id for r in recs] == ["slake-1", "slake-2", "slake-4"]  # English only by default
@@ -104,6 +107,7 @@ def test_slake_hf_bokelvin_layout(tmp_path):
 
 
 def test_omnimedvqa(tmp_path):
+    """foreverbeliever/OmniMedVQA: QA_information/<access>/<dataset>.json (option_A.., gt_answer) + Images/."""
     root = tmp_path / "OmniMedVQA"
     _write_png(root / "Images" / "ACRIMA" / "a.png")
     qa = [{"dataset": "ACRIMA", "question_id": "ACRIMA_0", "question_type": "Disease Diagnosis",
@@ -126,6 +130,7 @@ def test_omnimedvqa(tmp_path):
 
 
 def test_mmmu_health_and_medicine(tmp_path, cache):
+    """MMMU/MMMU: <Subject>/<split>-*.parquet (question, options list literal, answer letter, image_1..7)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -154,6 +159,7 @@ def test_mmmu_health_and_medicine(tmp_path, cache):
 
 
 def test_medxpertqa_mm(tmp_path):
+    """TsinghuaC3I/MedXpertQA: MM/{dev,test}.jsonl (question, options {letter: text}, label, images) + images/."""
     root = tmp_path / "MedXpertQA"
     _write_png(root / "images" / "MM-1-a.jpeg")
     row = {"id": "MM-1", "question": "A 40-year-old ... What is the diagnosis?\nAnswer Choices: (A) Gout (B) Lupus",
@@ -167,6 +173,7 @@ def test_medxpertqa_mm(tmp_path):
 
 
 def test_text_only_mcq_medqa_medmcqa_pubmedqa(tmp_path):
+    """jind11/MedQA JSONL; medmcqa/medmcqa JSON lines (cop 1-4); pubmedqa/pubmedqa ori_pqal.json + test_ground_truth.json."""
     (tmp_path / "medqa").mkdir()
     q = {"question": "A 23-year-old woman ... Which drug?", "answer": "Nitrofurantoin",
          "options": {"A": "Ampicillin", "B": "Ceftriaxone", "C": "Doxycycline", "D": "Nitrofurantoin"},
@@ -195,7 +202,7 @@ def test_text_only_mcq_medqa_medmcqa_pubmedqa(tmp_path):
 
 
 def test_data_inspect_counts_and_suite_presence(tmp_path, capsys):
-    from medrl.data.loaders import suite_specs
+    from medrl.data.registry import suite_specs
 
     _slake_flat(tmp_path / "slake_hf")
     (tmp_path / "medqa").mkdir()
@@ -277,12 +284,13 @@ def test_vqa_med_2021_keeps_single_answer_questions(tmp_path):
         "synpic0|pulmonary embolism\nsynpic1|meningioma|meningiomas\nsynpic2|renal cell carcinoma\nsynpic3|a#b\n")
     recs = load_records("vqa_med_2021", split="test", data_dir=tmp_path)
     assert [r.id for r in recs] == ["vqamed21-synpic0", "vqamed21-synpic2"] and recs[1].answer == "renal cell carcinoma"
-    from medrl.data.benchmarks import load_vqa_med_2021
+    from medrl.data.sources.vqa_med import load_vqa_med_2021
 
     assert len(load_vqa_med_2021(tmp_path, "test", single_answer=False)) == 4
 
 
 def test_quilt_vqa_parquet(tmp_path, cache):
+    """wisdomik/Quilt_VQA: data/train-*.parquet with image, question, answer, answer_type, context."""
     rows = [{"image": {"bytes": _png(), "path": "a.jpg"}, "question": "What tissue is shown?", "answer": "lymph node",
              "answer_type": "open", "context": "ctx"},
             {"image": {"bytes": _png((0, 1, 2)), "path": "b.jpg"}, "question": "Is this malignant?", "answer": "yes",
@@ -296,6 +304,7 @@ def test_quilt_vqa_parquet(tmp_path, cache):
 
 
 def test_radimagenet_vqa_open_closed_and_mcq(tmp_path, cache):
+    """raidium/RadImageNet-VQA, a copy with modality/anatomy at the top level (the metadata form: tests/data/test_published_layouts.py)."""
     img = {"bytes": _png(), "path": "x.png"}
     rows = [{"image": img, "question": "Which organ is shown?", "answer": "liver", "question_type": "open",
              "choices": None, "modality": "CT", "anatomy": "abdomen"},
@@ -311,6 +320,7 @@ def test_radimagenet_vqa_open_closed_and_mcq(tmp_path, cache):
 
 
 def test_mimic_cxr_vqa_mrpo_subset(tmp_path):
+    """MIMIC-Ext-MIMIC-CXR-VQA dataset/test.json with MIMIC-CXR-JPG files/ unpacked beside it (the PhysioNet folders: tests/data/test_published_layouts.py)."""
     root = tmp_path / "mimic-cxr-vqa"
     items = [{"idx": 0, "image_path": "p10/p1/s1/a.jpg", "question": "List the abnormalities in the left lung.",
               "semantic_type": "query", "content_type": "abnormality", "template": "t1", "answer": ["atelectasis"]},
@@ -325,13 +335,14 @@ def test_mimic_cxr_vqa_mrpo_subset(tmp_path):
     _write_png(root / "files" / "p10" / "p1" / "s1" / "a.jpg")
     recs = load_records("mimic_cxr_vqa", split="test", data_dir=tmp_path)
     assert [r.id for r in recs] == ["mimiccxrvqa-test-0"] and recs[0].answer == "atelectasis"
-    from medrl.data.benchmarks import load_mimic_cxr_vqa
+    from medrl.data.sources.mimic_cxr import load_mimic_cxr_vqa
 
     every = load_mimic_cxr_vqa(tmp_path, "test", mrpo_subset=False)
     assert len(every) == 4 and every[1].answer == "a, b" and not every[2].open_ended
 
 
 def test_mmlu_medical_subjects_parquet_and_csv(tmp_path):
+    """cais/mmlu <subject>/test-*.parquet and Hendrycks' data/test/<subject>_test.csv."""
     for subj in ("clinical_knowledge", "anatomy"):
         _pq(tmp_path / "mmlu" / subj / "test-00000-of-00001.parquet",
             [{"question": f"{subj} Q{i}?", "subject": subj, "choices": ["w", "x", "y", "z"], "answer": i}
@@ -348,6 +359,7 @@ def test_mmlu_medical_subjects_parquet_and_csv(tmp_path):
 
 
 def test_usmle_self_assessment_steps(tmp_path):
+    """medalpaca/medical_meadow_usmle_self_assessment step{N}.json with inline answers (the solutions files and HuggingSara's parquet: tests/data/test_published_layouts.py)."""
     root = tmp_path / "usmle_sa"
     root.mkdir()
     (root / "step1.json").write_text(json.dumps([
@@ -374,6 +386,7 @@ def _mimic_cxr(root):
 
 
 def test_mimic_cxr_report_generation_and_summary(tmp_path):
+    """PhysioNet MIMIC-CXR: mimic-cxr-2.0.0-split.csv, files/pNN/p<subject>/s<study>.txt reports and JPGs."""
     _mimic_cxr(tmp_path / "mimic-cxr")
     gen = load_records("mimic_cxr_report", split="test", data_dir=tmp_path)
     assert [r.id for r in gen] == ["mimiccxr-gen-50000001", "mimiccxr-gen-50000003"]  # one per study, first image
@@ -388,6 +401,7 @@ def test_mimic_cxr_report_generation_and_summary(tmp_path):
 
 
 def test_pmc_vqa_hard_reads_test_2(tmp_path):
+    """xmcmic/PMC-VQA test_2.csv (Figure_path, Question, Answer, Choice A..D, Answer_label) + images/."""
     root = tmp_path / "pmc_vqa"
     (root / "images").mkdir(parents=True)
     for i in range(2):
@@ -402,6 +416,7 @@ def test_pmc_vqa_hard_reads_test_2(tmp_path):
 
 
 def test_med_zero_17k_r1_style(tmp_path, cache):
+    """The R1-style parquet layout of public medical RL sets (Med-Zero-17K itself is unpublished)."""
     rows = [{"id": "a1", "image": [{"bytes": _png(), "path": "a1.png"}], "problem": "Which modality?",
              "solution": "<answer>CT</answer>", "level": 1, "modality": "CT", "task": "modality", "options": None},
             {"id": "a2", "image": [{"bytes": _png((5, 5, 5)), "path": "a2.png"}], "problem": "Where is the mass?",
@@ -419,6 +434,7 @@ def test_med_zero_17k_r1_style(tmp_path, cache):
 
 
 def test_mulberry_cot_warm_up_data(tmp_path):
+    """HuanjinYao/Mulberry-SFT: LLaMA-Factory ShareGPT JSON (messages, images)."""
     root = tmp_path / "Mulberry-SFT"
     _write_png(root / "images" / "m0.png")
     _write_png(root / "images" / "m1.png")
@@ -444,7 +460,7 @@ def test_mulberry_cot_warm_up_data(tmp_path):
 def test_paper_suites_route_out_of_distribution_sets(tmp_path, capsys):
     """--suite mrpo: what is present runs, the out-of-distribution sets as --ood."""
     from medrl.commands.eval import _apply_suite
-    from medrl.data.benchmarks import SUITES
+    from medrl.data.registry import SUITES
 
     assert {"mrpo", "armed", "capo", "medix", "huatuo"} <= set(SUITES) and len(SUITES["medix"]) == 17
     root = tmp_path / "VQA-Med-2021"

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from medrl.data import DataError, VQARecord, load_records, read_jsonl, write_jsonl
-from medrl.data.medthink import attach_rationales
+from medrl.data.sources.medthink import attach_rationales
 
 
 def _img(path, color=(120, 30, 200)):

@@ -7,7 +7,7 @@ from collections import Counter
 from PIL import Image
 
 from medrl.data import load_records
-from medrl.data.slake import load_slake
+from medrl.data.sources.slake import load_slake
 from medrl.modality import MODALITY_TAGS
 
 

@@ -209,7 +209,7 @@ def test_standard_on_slake_per_modality(tmp_path):
 def test_cli_protocol_and_suite(tmp_path, capsys):
     from medrl.cli import main
     from medrl.commands.eval import _apply_suite, _open_only
-    from medrl.data.loaders import suite_specs
+    from medrl.data.registry import suite_specs
 
     assert main(["eval", "--rescore", str(tmp_path), "--out", str(tmp_path / "x"), "--protocol", "bogus"]) == 2
     assert "unknown eval protocol" in capsys.readouterr().err

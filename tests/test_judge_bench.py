@@ -268,7 +268,7 @@ def test_known_agreement_and_report_sentence(labels, tmp_path):
 
 
 def test_shipped_agreement_file_names_the_reference_judge(monkeypatch, tmp_path):
-    from medrl.benchmarks import JUDGE_AGREEMENT
+    from medrl.judges.labels import JUDGE_AGREEMENT
 
     if not JUDGE_AGREEMENT.exists():
         pytest.skip("judge_agreement.json not written yet")
@@ -375,7 +375,7 @@ def test_openai_judge_images_arrive_with_every_request(tmp_path):
 def test_shipped_set_is_split_by_source_record():
     """Every shipped item carries its split; the split is split_for(its source record), so all
     items of one record share it, and both splits hold answers and traces."""
-    from medrl.benchmarks import JUDGE_DEV
+    from medrl.judges.labels import JUDGE_DEV
 
     answers, traces = jb.load_labels(JUDGE_DEV)
     by_record: dict[str, set] = {}
