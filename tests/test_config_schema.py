@@ -183,8 +183,8 @@ def test_kl_default_is_plain_k3_for_a_recipe_that_does_not_say(tmp_path):
     ("capo", 1, 4, 256, 256), ("capo", 8, 4, 32, 32),
     # MRPO App. C.2: batch 64 completions (8 prompts x 8 rollouts)
     ("mrpo", 1, 8, 8, 8), ("mrpo", 2, 8, 4, 4), ("mrpo", 8, 8, 1, 1),
-    # ARMed: effective batch 4 prompts x 8 rollouts
-    ("armed", 1, 16, 2, 2), ("armed", 2, 16, 1, 1), ("armed", 8, 4, 1, 1),
+    # ARMed: MS-SWIFT's batch counts completions: 2 per GPU x 2 accumulation x 4 GPUs = 16 = 2 prompts x 8
+    ("armed", 1, 16, 1, 1), ("armed", 2, 8, 1, 1), ("armed", 4, 4, 1, 1), ("armed", 8, 2, 1, 1),
 ])
 def test_batch_derived_for_process_count(name, procs, micro, accum, steps_per_gen, tmp_path):
     r = load_recipe(name, num_processes=procs)

@@ -41,6 +41,9 @@ from medrl.types import UNSCORABLE  # correctness undecided (judge outage, no re
 
 R_DAR, R_PCR, TAU_PCR = 0.8, 0.1, 0.3
 
+#: the column (and ``medrl.methods.MedBatch`` field) holding the paired corrupted rollouts
+CORRUPTED_COMPLETIONS = "corrupted_completions"
+
 
 def decision_accuracy_reward(correct: bool, r_dar: float = R_DAR) -> float:
     """CAPO Eq. 2: r_dar if the answer is correct, else 0."""
@@ -76,7 +79,7 @@ def perception_batch(completions, columns, *, reward="capo_perception", r_dar=R_
                      use_correct_column=True) -> list[float | None]:
     """Batch function of the ``capo_perception`` reward."""
     n = len(completions)
-    corrupted = column(columns, "corrupted_completions", n, required=True, reward=reward)
+    corrupted = column(columns, CORRUPTED_COMPLETIONS, n, required=True, reward=reward)
     refs = [reference_text(r) for r in column(columns, "answer", n, reward=reward)]
     opts = dict(use_column=use_correct_column, rule=rule, threshold=threshold, reward=reward)
     answers = [p.answer for p in parse_all(completions)]
@@ -114,3 +117,4 @@ def make_capo_perception(*, r_dar: float = R_DAR, r_pcr: float = R_PCR, tau: flo
 
 
 make_capo_accuracy.uses_correctness = make_capo_perception.uses_correctness = True
+make_capo_perception.uses_corrupted_correctness = True  # needs CAPO's corrupted rollouts

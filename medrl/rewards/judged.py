@@ -134,9 +134,13 @@ class MRPOProcessReward(JudgedReward):
 
     After each call, ``fn.last_steps[i]`` holds rollout i's steps (character spans into the
     completion text) and ``fn.last_step_verdicts[i]`` the judge's verdicts (``[]`` for no
-    steps, None when unscored), so the trainer shapes token advantages (Eq. 7) without a second
-    judge call.
+    steps, None when unscored). The reward declares them as its ``outputs``: the trainer copies
+    :meth:`batch_outputs` into the batch fields of the same names (``MedBatch.steps`` /
+    ``step_verdicts``), where MRPO's token-advantage hook (Eq. 7) reads them - no second judge call.
     """
+
+    #: batch fields this reward fills (:class:`medrl.methods.MedBatch`)
+    outputs = ("steps", "step_verdicts")
 
     def __init__(self, name: str, judge: Any = "reference", judge_options: dict | None = None):
         super().__init__(name, judge, judge_options)
@@ -175,6 +179,10 @@ class MRPOProcessReward(JudgedReward):
         verdicts = list(v.value)
         self._pending[i] = (steps, verdicts)
         return sum(sv.valid for sv in verdicts) / len(verdicts)
+
+    def batch_outputs(self) -> dict[str, list]:
+        """This batch's ``steps`` and ``step_verdicts``, one entry per rollout."""
+        return {"steps": self.last_steps, "step_verdicts": self.last_step_verdicts}
 
     def _finish(self, rows: list) -> None:
         n = len(rows)
@@ -237,8 +245,18 @@ def make_mrpo_process(*, judge: Any = "reference", judge_options: dict | None = 
     return MRPOProcessReward("mrpo_process", judge, judge_options)
 
 
+# What the training-cost estimate (medrl.train.cost_estimate) and the data checks read from the
+# registry: the judge task a reward asks once per rollout, and whether its judge reads the
+# record's gold reasoning.
+make_mrpo_process.judge_task = "verify_steps"
+make_mrpo_process.reads_gold_reasoning = True
+
+
 @REWARDS.register("capo_consistency")
 def make_capo_consistency(*, judge: Any = "reference", judge_options: dict | None = None,
                           r_cdr: float = 0.1) -> CAPOConsistencyReward:
     """CAPO R_CDR with ``judge`` (see :class:`CAPOConsistencyReward`)."""
     return CAPOConsistencyReward("capo_consistency", judge, judge_options, r_cdr)
+
+
+make_capo_consistency.judge_task = "consistency"

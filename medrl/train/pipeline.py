@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from medrl.train.checkpoints import resolve_resume
+from medrl.train.checkpoints import last_checkpoint, resolve_resume
 from medrl.train.recipes import Recipe, build_grpo_config, build_reward_funcs
 
 __all__ = ["RLResult", "load_training_records", "resolve_resume", "train_rl", "train_sft_stage", "finished_run",
@@ -43,9 +43,15 @@ class RLResult:
     final_dir: Path
 
 
-#: Rewards whose step verification reads the record's gold reasoning (MRPO's judge compares each
-#: step with it; without one the judge sees only the record's evidence).
-GOLD_REASONING_REWARDS = ("mrpo_process",)
+def reads_gold_reasoning(name: str) -> bool:
+    """Whether the reward ``name``'s judge reads the record's gold reasoning (MRPO's step
+    verification compares each step with it; without one the judge sees only the record's
+    evidence): the registered factory's ``reads_gold_reasoning``."""
+    from medrl.registry import is_object_spec
+    from medrl.rewards import REWARDS
+
+    return not is_object_spec(name) and name in REWARDS and bool(getattr(REWARDS.get(name), "reads_gold_reasoning",
+                                                                         False))
 
 
 def load_training_records(recipe: Recipe, data: str, data_dir: str | None = None, limit: int | None = None,
@@ -105,7 +111,7 @@ def load_training_records(recipe: Recipe, data: str, data_dir: str | None = None
                 "or --set data.require_gold_reasoning=false (step verification then runs on evidence only)")
         records = [r for r in records if r.gold_reasoning]
         records = records[:limit] if limit is not None else records
-    step_rewards = [r["name"] for r in recipe.rewards if r["name"] in GOLD_REASONING_REWARDS]
+    step_rewards = [r["name"] for r in recipe.rewards if reads_gold_reasoning(r["name"])]
     missing = sum(1 for r in records if not r.gold_reasoning)
     if step_rewards and missing:
         log.warning("%s: %d of %d training records have no gold reasoning; step verification runs on "
@@ -155,7 +161,8 @@ def train_rl(
         log.warning("the tokenizer defines a response template/schema: TRL will parse completions with it; "
                     "training stops if the parsed content loses the <think> block (medrl.train.guards)")
     cls = trainer_cls or MedGRPOTrainer
-    kwargs = (dict(algorithm=recipe.algorithm, judge=judge, monitor=recipe.monitor or None)
+    kwargs = (dict(algorithm=recipe.algorithm, methods=recipe.methods or None, judge=judge,
+                   monitor=recipe.monitor or None)
               if issubclass(cls, MedGRPOTrainer) else {})
     trainer = cls(
         model=policy, processing_class=processor, reward_funcs=funcs, args=args, train_dataset=dataset,
@@ -332,7 +339,7 @@ def finished_run(recipe: Recipe, run_dir: str | os.PathLike) -> Path | None:
     if not (final / "config.json").is_file():
         return None
     want = (recipe.grpo if recipe.rewards else recipe.sft).get("max_steps") or 0
-    last = resolve_resume(True, run) if any(run.glob("checkpoint-*")) else None
+    last = last_checkpoint(run)  # the step reached; no integrity check (it may move folders aside)
     if last and want and want > 0:
         state = Path(last) / "trainer_state.json"
         step = json.loads(state.read_text()).get("global_step", 0) if state.is_file() else 0

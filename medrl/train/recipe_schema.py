@@ -41,8 +41,12 @@ from pydantic import (
     PositiveInt,
     TypeAdapter,
     ValidationError,
+    field_validator,
     model_validator,
 )
+
+from medrl.methods.capo import CAPOConfig
+from medrl.methods.mrpo import MRPOConfig
 
 PROMPT_STYLES = ("think_answer", "modality_think_answer", "plain")
 OPEN_MODES = ("papers", "answer_type", "strict")
@@ -68,29 +72,17 @@ class DataSection(_Section):
     min_pixels: PositiveInt | None = None
 
 
-class MrpoOptions(_Section):
-    tau: float = Field(0.6, ge=0.0, le=1.0)  # MRPO Sec. 4.2
-    shaping: Literal["exponential", "linear", "quadratic", "uniform"] = "exponential"  # App. D.2
-    strategy: Literal["selective", "full", "soft"] = "selective"  # App. D.3
-    answer_reward: str = "mrpo_answer"
-    process_reward: str = "mrpo_process"
-
-
-class CapoOptions(_Section):
-    kind: Literal["diffusion", "mask", "crop"] = "diffusion"  # CAPO Tables 5-6
-    t: NonNegativeInt = 100  # CAPO Sec. 4.4
-    seed: int = 0
-
-
 class LogRewards(_Section):
     answer: str | None = None
     process: str | None = None
 
 
 class AlgorithmSection(_Section):
+    # "grpo": TRL's sequence-level advantage; "mrpo": the MRPO method's Eq. 7 token advantages
     advantage: Literal["grpo", "mrpo"] = "grpo"
-    mrpo: MrpoOptions = Field(default_factory=MrpoOptions)
-    capo: CapoOptions | None = None
+    # the methods' typed configs (medrl/methods/<method>.py) hold these keys and their defaults
+    mrpo: MRPOConfig = Field(default_factory=MRPOConfig)
+    capo: CAPOConfig | None = None  # CAPO Eq. 3 corrupted-image rollouts; None = off
     unscorable: Literal["exclude", "per_reward"] = "exclude"
     log_rewards: LogRewards = Field(default_factory=LogRewards)
     correctness: Literal["auto", "exact", "judge", "embedding"] = "auto"
@@ -146,6 +138,13 @@ class RewardSpec(_Section):
     weight: float = 1.0
     options: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("weight", mode="before")
+    @classmethod
+    def _weight_number(cls, value: Any) -> Any:
+        if isinstance(value, bool):  # YAML "yes"/"true" would silently become 1.0
+            raise ValueError(f"a reward weight must be a number, not a boolean ({value!r})")
+        return value
+
 
 class StageSpec(_Section):
     name: str | None = None
@@ -157,6 +156,9 @@ class RecipeModel(_Section):
     name: str | None = None
     description: str = ""
     paper: str = ""
+    # methods the run composes (medrl/methods/), hooks chained in this order; empty: the ones the
+    # algorithm section switches on (advantage: mrpo -> mrpo, a capo section -> capo)
+    methods: list[str] = Field(default_factory=list)
     data: DataSection = Field(default_factory=DataSection)
     rewards: list[RewardSpec] = Field(default_factory=list)
     algorithm: AlgorithmSection = Field(default_factory=AlgorithmSection)
@@ -269,6 +271,8 @@ def validate_tree(raw: dict) -> RecipeModel:
                 problems.append(p)
         raise SchemaError(_prefer_specific(problems)) from None
     problems = _cross_checks(model)
+    problems += check_methods(model)
+    problems += check_ranges(model)
     problems += check_reward_specs(model.rewards)
     problems += check_stage_options(model.stages)
     if isinstance(model.data.refine, dict):  # options of the refine stage data.refine prepends
@@ -306,6 +310,56 @@ def _cross_checks(m: RecipeModel) -> list[tuple[str, str]]:
                                  f"{v!r} is not among the recipe's rewards {names}{did_you_mean(v, names)}"))
     if not m.rewards and not m.sft:
         problems.append(("", "a recipe needs 'rewards' (RL) or an 'sft' section"))
+    return problems
+
+
+def check_methods(m: RecipeModel) -> list[tuple[str, str]]:
+    """``methods``: registered names (with "did you mean"), no combination that cannot work
+    (:func:`medrl.methods.compose`), and an ``algorithm.advantage`` that agrees with them."""
+    from medrl.methods import METHODS, MethodConflict, compose
+
+    if not m.methods:
+        return []
+    from medrl.registry import is_object_spec
+
+    known = METHODS.names()
+    problems = [(f"methods[{i}]", f"unknown method {n!r}{did_you_mean(n, known)}; known: {', '.join(known)} "
+                 "(or your own 'module:Class' / 'path.py:Class')")
+                for i, n in enumerate(m.methods) if n not in known and not is_object_spec(n)]
+    if problems:
+        return problems
+    try:
+        methods = compose(m.methods, m.algorithm.model_dump())
+    except MethodConflict as exc:
+        return [("methods", str(exc))]
+    providers = [x.advantage for x in methods if x.advantage]
+    if providers and "advantage" in m.algorithm.model_fields_set and m.algorithm.advantage not in providers:
+        problems.append(("algorithm.advantage", f"{m.algorithm.advantage!r}, but the listed method "
+                         f"{providers[0]!r} provides the advantages: set algorithm.advantage={providers[0]} "
+                         "or leave it out"))
+    return problems
+
+
+def check_ranges(m: RecipeModel) -> list[tuple[str, str]]:
+    """Values outside their range, refused before any model loads: ``grpo.temperature`` and
+    ``learning_rate`` > 0, ``grpo.num_generations`` >= 2 (a group needs two rollouts for a
+    baseline), batch sizes > 0, and reward weights with at least one non-zero."""
+    problems = []
+    positive = {"grpo": ("temperature", "learning_rate", "per_device_train_batch_size", "generation_batch_size",
+                         "gradient_accumulation_steps", "steps_per_generation"),
+                "sft": ("learning_rate", "per_device_train_batch_size", "gradient_accumulation_steps")}
+    for section, keys in positive.items():
+        values = getattr(m, section) or {}
+        for key in keys:
+            v = values.get(key)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v <= 0:
+                problems.append((f"{section}.{key}", f"must be > 0, got {v!r}"))
+    g = (m.grpo or {}).get("num_generations")
+    if isinstance(g, (int, float)) and not isinstance(g, bool) and g < 2:
+        problems.append(("grpo.num_generations", f"must be >= 2 (the group advantage compares rollouts of one "
+                         f"prompt), got {g!r}"))
+    if m.rewards and all(r.weight == 0 for r in m.rewards):
+        problems.append(("rewards", "every reward weight is 0: at least one must be non-zero"))
     return problems
 
 

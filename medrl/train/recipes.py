@@ -12,6 +12,10 @@ A recipe file (``medrl/recipes/<name>.yaml``) has these sections, each optional 
     list of ``{name, weight, options}``; ``name`` is a factory in :data:`medrl.rewards.REWARDS`,
     or your own reward function by import path (``mypkg.rewards:fn`` / ``path.py:fn``, TRL's
     reward signature, sync or async; :func:`custom_reward`).
+``methods``
+    the methods the run composes (``[mrpo, capo, armed]``; :mod:`medrl.methods`), their hooks
+    chained in this order; left out, the ones ``algorithm`` switches on. Each method's typed
+    config (``medrl/methods/<method>.py``) holds its keys and defaults.
 ``algorithm``
     what medrl adds to TRL: ``advantage`` (``grpo`` = TRL's sequence advantage, ``mrpo`` =
     step-aware token advantages), the ``mrpo`` shaping options, the ``capo`` corrupted-image
@@ -57,60 +61,13 @@ from typing import Any, Iterable
 import yaml
 
 from medrl.papers import resolve_citation
-from medrl.train.recipe_schema import SECTIONS, STAGE_KINDS, SchemaError, did_you_mean
+from medrl.train.recipe_schema import SECTIONS, STAGE_KINDS, AlgorithmSection, JudgeSection, SchemaError, did_you_mean
 
 RECIPE_DIR = Path(__file__).resolve().parents[1] / "recipes"
 PROFILES_FILE = RECIPE_DIR / "profiles.yaml"
 _NOT_RECIPES = {"profiles"}
 
-#: Defaults of the ``judge`` section: ``images`` (true | false | auto: on for an ``openai:``
-#: judge, off for the text-only reference judge) sends each record's image, downscaled to
-#: ``image_max_side`` px (JPEG), with answer-correctness and step-verification requests
-#: (MRPO App. H.1-H.2); ``--judge-images`` turns it on. The schema
-#: (:mod:`medrl.train.recipe_schema`) holds every key and type; these are its defaults.
-JUDGE_DEFAULTS: dict[str, Any] = {"images": False, "image_max_side": 768}
-
-#: Defaults of the ``algorithm`` section (what a recipe does not say); see
-#: :class:`medrl.train.recipe_schema.AlgorithmSection` for the allowed values.
-ALGORITHM_DEFAULTS: dict[str, Any] = {
-    # "grpo": keep TRL's sequence-level advantage; "mrpo": MRPO Eq. 7 token advantages.
-    "advantage": "grpo",
-    "mrpo": {
-        "tau": 0.6,  # MRPO Sec. 4.2: answer-reward threshold below which shaping applies
-        "shaping": "exponential",  # App. D.2: exponential | linear | quadratic | uniform
-        "strategy": "selective",  # App. D.3: selective | full | soft
-        "answer_reward": "mrpo_answer",  # reward column that holds R_ans
-        "process_reward": "mrpo_process",  # reward fn exposing last_step_verdicts / last_steps
-    },
-    # CAPO Eq. 3: rollouts on corrupted images, scored for R_PCR, never trained on. None = off.
-    "capo": None,
-    # "exclude": a rollout some reward marked medrl.types.UNSCORABLE (judge outage, malformed
-    # verdict, missing reference) gets no advantage and no loss. "per_reward": UNSCORABLE counts
-    # like None. In both modes a plain None means "not applicable" (TRL): the other rewards train.
-    "unscorable": "exclude",
-    # Reward names logged as medrl/answer_reward and medrl/process_reward (MRPO App. G curves).
-    "log_rewards": {"answer": None, "process": None},
-    # How "is this rollout's answer correct?" is decided, once per rollout, for every reward that
-    # needs it (CAPO R_DAR/R_PCR, StepRAR, MediX-R1 R_llm): auto | exact | judge | embedding.
-    # auto = the judge for open-ended records when a judge is configured, exact match for closed
-    # ones (medrl.rewards.correctness).
-    "correctness": "auto",
-    # Every N optimizer steps (0 = off), the first log_credit_rollouts rollouts of the batch with
-    # their token advantages as the loss uses them -> <run>/credit.jsonl (medrl.train.credit).
-    "log_credit_every": 10,
-    "log_credit_rollouts": 4,
-    # drop all-equal reward groups and re-sample (medrl.train.dynamic_sampling); off by default
-    "dynamic_sampling": False,
-}
-
-CAPO_DEFAULTS: dict[str, Any] = {
-    "kind": "diffusion",  # CAPO Tables 5-6: diffusion (default) | mask | crop
-    "t": 100,  # forward-diffusion step (CAPO Sec. 4.4)
-    "seed": 0,
-}
-
-
-__all__ = ["SECTIONS", "STAGE_KINDS", "Recipe", "RecipeError", "load_recipe", "build_grpo_config",
+__all__ = ["SECTIONS", "STAGE_KINDS", "Recipe", "RecipeError", "load_recipe", "resolve_algorithm", "describe_methods", "build_grpo_config",
            "build_reward_funcs", "recipe_uses_judge", "list_recipes", "parse_override"]
 
 
@@ -128,12 +85,13 @@ class Recipe:
     paper: str = ""
     data: dict = field(default_factory=dict)
     rewards: list = field(default_factory=list)
+    methods: list = field(default_factory=list)
     algorithm: dict = field(default_factory=dict)
     grpo: dict = field(default_factory=dict)
     sft: dict = field(default_factory=dict)
     stages: list = field(default_factory=list)
     encoders: dict = field(default_factory=dict)
-    judge: dict = field(default_factory=lambda: dict(JUDGE_DEFAULTS))
+    judge: dict = field(default_factory=lambda: JudgeSection().model_dump(exclude_none=True))
     batch: dict = field(default_factory=dict)
     monitor: dict = field(default_factory=dict)
     profile: str | None = None
@@ -295,7 +253,7 @@ def load_recipe(
     data = model.data.model_dump(exclude_unset=True)
     rewards = [r.model_dump() for r in model.rewards]
     rewards, encoders = _resolve_encoders(path, rewards, model.encoders.model_dump())
-    algorithm = model.algorithm.model_dump()
+    algorithm = resolve_algorithm(model.algorithm, model.methods)
     recipe = Recipe(
         name=str(model.name or path.stem),
         source=str(path),
@@ -303,6 +261,7 @@ def load_recipe(
         paper=resolve_citation(str(model.paper or "")),
         data=data,
         rewards=rewards,
+        methods=list(model.methods),
         algorithm=algorithm,
         grpo=grpo,
         sft=sft,
@@ -315,6 +274,47 @@ def load_recipe(
         overrides=overrides,
     )
     return recipe
+
+
+def resolve_algorithm(algorithm: "AlgorithmSection | dict | None", methods: Iterable[str] = ()) -> dict:
+    """The ``algorithm`` section with every default filled in from the typed configs
+    (:class:`medrl.train.recipe_schema.AlgorithmSection` and the methods' configs); a listed
+    method that provides the advantages (MRPO) selects its estimator when ``advantage`` is not
+    given. Raises pydantic's ValidationError on a bad key or value."""
+    if not isinstance(algorithm, AlgorithmSection):
+        algorithm = AlgorithmSection.model_validate(algorithm or {})
+    out = algorithm.model_dump()
+    if methods and "advantage" not in algorithm.model_fields_set:
+        from medrl.methods import compose
+
+        provided = [m.advantage for m in compose(list(methods), out) if m.advantage]
+        if provided:
+            out["advantage"] = provided[0]
+    if "capo" in (methods or ()) and out.get("capo") is None:
+        from medrl.methods.capo import CAPOConfig
+
+        out["capo"] = CAPOConfig().model_dump()
+    return out
+
+
+def describe_methods(recipe: Recipe) -> list[str]:
+    """Lines for ``medrl train --dry-run``: the run's methods in hook order, each with its
+    resolved typed config (:mod:`medrl.methods`)."""
+    from medrl.methods import active_method_names, compose
+
+    names = recipe.methods or active_method_names(recipe.algorithm, reward_names=[r["name"] for r in recipe.rewards])
+    methods = compose(names, recipe.algorithm)
+    if not methods:
+        return [f"methods of recipe {recipe.name}: none (TRL's GRPO with the recipe's rewards)"]
+    lines = [f"methods of recipe {recipe.name} (hooks run in this order; advantage: {recipe.algorithm['advantage']}):"]
+    names_in_recipe = [r["name"] for r in recipe.rewards]
+    for m in methods:
+        if m.section:  # its config is a section of `algorithm`
+            detail = f"algorithm.{m.section}: " + ", ".join(f"{k}={v}" for k, v in m.config.model_dump().items())
+        else:  # its settings are its rewards' options
+            detail = "rewards: " + (", ".join(n for n in names_in_recipe if n in m.rewards) or "none in this recipe")
+        lines.append(f"  {m.name or type(m).__name__} ({m.paper}) - {detail}")
+    return lines
 
 
 def _check_trl(path: Path, model, origin: dict, context: str) -> tuple[dict, dict]:

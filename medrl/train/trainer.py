@@ -1,94 +1,52 @@
-"""``MedGRPOTrainer``: TRL's ``GRPOTrainer`` plus what the medical papers add.
+"""``MedGRPOTrainer``: TRL's ``GRPOTrainer`` with named hook points for the papers' methods.
 
-TRL does the rollouts, rewards (``_calculate_rewards``), group advantages, loss variants (GRPO,
-DAPO, Dr. GRPO, GSPO, GDPO's normalize-then-sum), KL, vLLM and scale-out. This subclass adds:
+TRL does the rollouts, rewards, group advantages, loss variants, KL, vLLM and scale-out. The
+methods (one file each under :mod:`medrl.methods`) plug in through hooks called at fixed points
+of one GRPO step (:data:`medrl.methods.HOOK_ORDER`); data passes between them in the typed
+:class:`medrl.methods.MedBatch`. What the trainer itself does at those points, for every method:
 
-1. **MRPO token advantages** (MRPO Sec. 4.2, Eq. 7, App. D.2-D.3). After TRL has
-   scored a batch, the process reward's step verdicts (``fn.last_step_verdicts``, from the one
-   judge call per rollout - no second call) and step character spans (``fn.last_steps``) are
-   mapped onto completion tokens and :func:`medrl.advantages.mrpo_token_advantages` turns the
-   (B,) advantages into a (B, T) tensor. TRL's ``_compute_loss`` accepts (B, T) advantages as
-   they are (it only unsqueezes a 1-D tensor). Options defined through one advantage or one
-   ratio per rollout (sequence-level importance sampling, LUSPO, VESPO, the off-policy
-   sequence mask) are refused at start with the reason (:func:`token_advantage_conflicts`).
-2. **Unscorable rollouts are excluded; ``None`` stays "not applicable".** A reward returning
-   ``None`` for a sample means, as in TRL, that it does not apply: TRL turns it into NaN and
-   sums the other rewards (``nansum``); the rollout trains. A reward that *cannot score* a
-   rollout (judge outage, malformed verdict, missing reference) returns
-   :data:`medrl.types.UNSCORABLE`; the reward object hands TRL ``None`` and lists the rows in
-   ``fn.last_unscorable`` (:func:`medrl.types.record_unscorable`). With
-   ``unscorable="exclude"`` (the default) such a row becomes all-NaN - it leaves the group
-   baseline and gets advantage 0 (TRL's rule for all-NaN rows) - and its completion mask is
-   zeroed, so it adds neither policy loss nor KL. ``"per_reward"`` treats it like ``None``.
-3. **CAPO corrupted-image rollouts** (CAPO Sec. 3, Eq. 3). Before TRL generates,
-   every prompt's image is corrupted (``medrl.data.corruption.corrupt_image``) and rolled out
-   through TRL's own generation backend (HF generate or vLLM) without gradient. Pairing: the
-   i-th rollout o_i of a prompt is paired with the i-th corrupted rollout o~_i of the same
-   prompt (both groups have G members in the same order; every row of a group sees the same
-   corrupted image, seeded by record id, ``capo.seed`` and the step). The texts reach the
-   ``capo_perception`` reward as the ``corrupted_completions`` column; they are never part of
-   the training batch.
-4. **Stateful rewards** (ARMed's adaptive thresholds; opt-in ``checkpoint_state = True``,
-   :class:`medrl.types.StatefulReward` - reward models are not reward state) are frozen during evaluation, saved into
-   every checkpoint (``reward_state.json``) and restored on resume - next to TRL's own
-   adaptive-entropy state, through the same two hooks.
-5. **Logging** per step, on top of TRL's ``rewards/<name>/mean|std``, ``kl``,
-   ``completions/mean_length``: ``answer_reward`` and ``process_reward`` (MRPO App. G curves),
-   ``ffp/early|mid|late|no_ffp`` (share of judged rollouts whose first failure falls in each
-   stage, MRPO Sec. 5.3), ``judge/calls|cache_hits|failures`` (per step), and MRPO's
-   ``mrpo/reshaped_frac``, ``correctness/correct_frac``.
-6. **One correctness decision per rollout**. Before TRL calls the rewards, every
-   rollout's answer (and every CAPO corrupted rollout's) is decided once by
-   :func:`medrl.rewards.correctness.correctness_column` with ``algorithm.correctness`` and the
-   run's judge; the verdicts reach CAPO R_DAR/R_PCR, StepRAR and MediX-R1 R_llm as the
-   ``correct`` / ``corrupted_correct`` columns, so no rollout is judged twice.
-7. **Credit evidence**: every ``algorithm.log_credit_every`` steps the main process
-   appends a few rollouts with the token advantages exactly as ``_compute_loss`` receives them
-   to ``<output_dir>/credit.jsonl`` (:mod:`medrl.train.credit`; ``medrl analyze credit``).
-
-Token alignment (MRPO). A step's span is in characters of the decoded completion text (the text
-TRL gave the reward functions). Token offsets come from re-tokenising that text with
-``return_offsets_mapping``: when this reproduces the generated ids (trailing special tokens
-such as EOS, which decoding drops, get an empty offset at the end of the text), the offsets are
-exact; otherwise (a non-canonical tokenisation was sampled, or special tokens sit mid-text) the
-offsets are rebuilt by decoding growing prefixes of the generated ids, exact up to how the
-tokenizer decodes partial multi-byte characters. Tokens outside every step (tags, the answer,
-EOS, padding) keep the sequence advantage A_i.
+- ``before_rewards``: the one correctness decision per rollout (and per corrupted rollout),
+  :func:`medrl.rewards.correctness.correctness_column` with ``algorithm.correctness`` and the run's
+  judge; it reaches the rewards as the ``correct`` / ``corrupted_correct`` columns.
+- ``after_rewards``: unscorable rows. A reward returning ``None`` means "not applicable" (TRL
+  sums the others); a reward that *cannot score* a rollout returns
+  :data:`medrl.types.UNSCORABLE` and lists it in ``fn.last_unscorable``. With
+  ``algorithm.unscorable = "exclude"`` (default) such a row becomes all-NaN (no baseline, advantage
+  0) and its completion mask is zeroed (no loss, no KL); ``"per_reward"`` treats it like ``None``.
+  Rewards that declare ``outputs`` (the MRPO process reward's ``steps`` / ``step_verdicts``)
+  have them copied into the batch here.
+- ``token_advantages``: the advantage estimator named by ``algorithm.advantage`` - TRL's own for
+  ``grpo``, else the active method that provides it (MRPO).
+- checkpoints: stateful rewards (:class:`medrl.types.StatefulReward`, e.g. ARMed's thresholds)
+  are frozen during evaluation, saved in ``reward_state.json`` and restored on resume; each
+  method's ``state_dict`` goes to ``method_state.json``.
+- per-step logs beyond TRL's (``{answer,process}_reward``, ``ffp/*``, ``judge/*``,
+  ``unscorable_frac``, ``correctness/correct_frac``), the hacking monitor, credit evidence.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
+import json
 import logging
 import numbers
+import os
 from typing import Any, Sequence
 
 import torch
 from trl import GRPOTrainer
 
+from medrl.methods import MedBatch, Method, compose
+from medrl.methods.capo import stable_seed as _stable_seed  # noqa: F401 (re-exported)
+from medrl.methods.mrpo import refuse_with_token_advantages, token_advantage_conflicts  # noqa: F401 (re-exported)
 from medrl.parsing import completion_token_offsets, prefix_decode_offsets  # noqa: F401 (re-exported)
 from medrl.train import callbacks
 from medrl.train.credit import CreditWriter
-
-from medrl.train.recipes import ALGORITHM_DEFAULTS, CAPO_DEFAULTS, deep_merge
+from medrl.train.recipes import resolve_algorithm
 
 log = logging.getLogger(__name__)
 
-CORRUPTED_COLUMN = "corrupted_completions"  # read by medrl.rewards.capo (capo_perception)
-
-
-def _stable_seed(*parts: Any) -> int:
-    h = hashlib.sha256("|".join(str(p) for p in parts).encode()).digest()
-    return int.from_bytes(h[:4], "little")
-
-
-def resolve_algorithm(algorithm: dict | None) -> dict:
-    """The ``algorithm`` section with defaults filled in (same rules as recipe loading)."""
-    alg = deep_merge(ALGORITHM_DEFAULTS, algorithm or {})
-    if alg.get("capo"):
-        alg["capo"] = deep_merge(CAPO_DEFAULTS, alg["capo"] if isinstance(alg["capo"], dict) else {})
-    return alg
+METHOD_STATE_FILE = "method_state.json"
 
 
 @contextlib.contextmanager
@@ -115,108 +73,140 @@ def _zero3_init_off():
         hf_ds.set_hf_deepspeed_config(config)
 
 
-def token_advantage_conflicts(args: Any) -> list[str]:
-    """Why TRL options in ``args`` (a ``GRPOConfig``) cannot take MRPO's (B, T) token advantages.
-
-    TRL's ``_compute_loss`` accepts (B, T) advantages with every option, but some options are
-    defined through one advantage (or one ratio) per rollout, and with token advantages they
-    would silently compute something else. Empty when everything combines.
-    """
-    why = []
-    if getattr(args, "importance_sampling_level", "token") == "sequence":
-        why.append("importance_sampling_level='sequence' (GSPO): one ratio s_i is shared by every token of "
-                   "rollout i, so the gradient of sum_t A_it * s_i is (sum_t A_it) * grad s_i - the step "
-                   "token advantages (MRPO Eq. 7) collapse to their mean and the step credit is lost; "
-                   "use importance_sampling_level='token'")
-    loss = getattr(args, "loss_type", None)
-    if loss == "luspo":
-        why.append("loss_type='luspo' is GSPO's length-scaled sequence-level loss (it needs "
-                   "importance_sampling_level='sequence', see above)")
-    if loss == "vespo":
-        why.append("loss_type='vespo' picks its gamma weight of the sequence ratio by the sign of the "
-                   "rollout's advantage; MRPO gives one rollout tokens of both signs (valid +|A_i|, "
-                   "invalid -f(p)|A_i|)")
-    if getattr(args, "off_policy_mask_threshold", None) is not None:
-        why.append("off_policy_mask_threshold drops whole rollouts by the sign of their advantage; MRPO "
-                   "gives one rollout tokens of both signs")
-    return why
-
-
-def refuse_with_token_advantages(args: Any) -> None:
-    """Raise ValueError naming every option of ``args`` that cannot take MRPO token advantages
-    (:func:`token_advantage_conflicts`); ``None`` (TRL's defaults) passes."""
-    why = token_advantage_conflicts(args) if args is not None else []
-    if why:
-        raise ValueError("algorithm.advantage = 'mrpo' (token advantages) cannot be combined with: "
-                         + "; ".join(why))
-
-
 # --------------------------------------------------------------------------------------------
 
 
 class MedGRPOTrainer(GRPOTrainer):
-    """GRPOTrainer with MRPO token advantages, CAPO corrupted rollouts, unscorable-row
-    exclusion, checkpointed reward state and the papers' training curves.
+    """``GRPOTrainer`` whose steps call the hooks of the run's methods (:mod:`medrl.methods`).
 
     Extra keyword arguments (everything else goes to ``GRPOTrainer``):
-        algorithm: the recipe's ``algorithm`` section (see :mod:`medrl.train.recipes`).
-        judge: the judge behind the judged rewards; only used to log its call statistics.
+        algorithm: the recipe's ``algorithm`` section (defaults from the typed configs).
+        methods: method names (the recipe's ``methods``) or :class:`~medrl.methods.Method`
+            objects; default: the methods ``algorithm`` switches on
+            (:func:`medrl.methods.active_method_names`).
+        judge: the judge behind the judged rewards and the correctness decision.
         monitor: reward-hacking monitor settings (:class:`medrl.train.monitor.MonitorConfig`, a
             dict, or False); default: the ``algorithm.monitor`` section.
     """
 
-    def __init__(self, *args, algorithm: dict | None = None, judge: Any = None, monitor: Any = None, **kwargs):
-        self.medrl_algorithm = resolve_algorithm(algorithm)
+    def __init__(self, *args, algorithm: dict | None = None, methods: Sequence[str | Method] | None = None,
+                 judge: Any = None, monitor: Any = None, **kwargs):
+        from medrl.methods import active_method_names
+
+        names = [m for m in (methods or ()) if isinstance(m, str)]
+        objects = [m for m in (methods or ()) if not isinstance(m, str)]
+        self.medrl_algorithm = resolve_algorithm(algorithm, names)
         self.judge = judge
-        if self.medrl_algorithm["advantage"] == "mrpo":
-            refuse_with_token_advantages(kwargs.get("args", args[2] if len(args) > 2 else None))
         super().__init__(*args, **kwargs)
         alg = self.medrl_algorithm
-        names = list(self.reward_func_names)
+        reward_names = list(self.reward_func_names)
+        # the recipe's list, else what `algorithm` and the rewards switch on; then Method objects
+        self.methods: list[Method] = compose(
+            [*(names or active_method_names(alg, reward_names=reward_names)), *objects], alg)
         self._stateful = callbacks.stateful_rewards(self.reward_funcs)
-        self._answer_idx = self._process_fn = None
-        if alg["advantage"] == "mrpo":
-            mrpo = alg["mrpo"]
-            for key in ("answer_reward", "process_reward"):
-                if mrpo[key] not in names:
-                    raise ValueError(f"MRPO needs the reward {mrpo[key]!r} ({key}); the trainer has {names}")
-            if self.tools:
-                raise ValueError("MRPO token advantages are not supported together with tool calling")
-            self._answer_idx = names.index(mrpo["answer_reward"])
         process_name = alg["mrpo"]["process_reward"]
-        if process_name in names:
-            self._process_fn = self.reward_funcs[names.index(process_name)]
+        declared = [f for f in self.reward_funcs if getattr(f, "outputs", None)]
+        self._process_fn = (self.reward_funcs[reward_names.index(process_name)] if process_name in reward_names
+                            else (declared[0] if declared else None))
         logged = alg.get("log_rewards") or {}
-        self._log_idx = {k: names.index(v) for k, v in logged.items() if v in names}
+        self._log_idx = {k: reward_names.index(v) for k, v in logged.items() if v in reward_names}
         self._judge_seen = self._judge_counts()
         if alg.get("correctness") == "judge" and judge is None and any(getattr(f, "uses_correctness", False)
                                                                        for f in self.reward_funcs):
             raise ValueError("algorithm.correctness = 'judge' needs a judge (MedGRPOTrainer(judge=...))")
+        for m in self.methods:  # hook 1: setup (checks; refuses what cannot work)
+            m.setup(self)
+        self._batch: MedBatch | None = None
         self._last_rewards = None
         self._last_unscorable: torch.Tensor | None = None  # (N_total,) bool, gathered
         self._last_texts: list[str] = []
         self._last_ids: list[list[int]] = []
         # a few rollouts with their token advantages -> <output_dir>/credit.jsonl
         self._credit = CreditWriter(self.args.output_dir, alg["log_credit_every"], alg["log_credit_rollouts"])
-        # reward-hacking monitor (medrl.train.monitor): `monitor=` or algorithm.monitor; on by default
         from medrl.judges.cost import attach_judge_cost
+        from medrl.train.dynamic_sampling import attach_dynamic_sampling
         from medrl.train.monitor import attach_monitor
 
-        self._monitor = attach_monitor(self, monitor)
+        self._monitor = attach_monitor(self, monitor)  # reward-hacking monitor; on by default
         self._judge_cost = attach_judge_cost(self, judge)  # judge tokens, cost, budget (medrl.judges.cost)
-        from medrl.train.dynamic_sampling import attach_dynamic_sampling
+        self._dynamic = attach_dynamic_sampling(self)  # DAPO dynamic sampling; None = off
 
-        self._dynamic = attach_dynamic_sampling(self)  # DAPO dynamic sampling; None = off (algorithm.dynamic_sampling)
+    # ---------------------------------------------------------------- hook points
 
-    # ---------------------------------------------------------------- rewards
+    def _hook(self, name: str, batch: MedBatch) -> None:
+        for m in self.methods:
+            getattr(m, name)(self, batch)
+
+    def _advantage_method(self) -> Method | None:
+        """The active method providing the estimator ``algorithm.advantage`` names (None: TRL's)."""
+        want = self.medrl_algorithm["advantage"]
+        for m in self.methods:
+            if m.advantage == want:
+                return m
+        if want != "grpo":
+            raise ValueError(f"algorithm.advantage = {want!r} but no active method provides it "
+                             f"(methods: {[m.name for m in self.methods]})")
+        return None
+
+    # ---------------------------------------------------------------- one step
+
+    def _generate_and_score_completions(self, inputs):
+        mode = "train" if self.model.training else "eval"
+        if mode == "train" and self._dynamic is not None and not self._dynamic.active:
+            return self._dynamic.run(self, inputs)  # DAPO dynamic sampling: calls this method once per round
+        for fn in self._stateful.values():
+            if hasattr(fn, "frozen"):
+                fn.frozen = mode != "train"  # evaluation never moves reward state (ARMed's thresholds)
+        batch = MedBatch(inputs=inputs, mode=mode)
+        self._hook("before_generation", batch)  # hook 2 (CAPO: corrupted rollouts)
+        columns = batch.reward_columns()
+        if columns:  # new row dicts: the caller's inputs stay as they were
+            inputs = [{**x, **{k: v[i] for k, v in columns.items()}} for i, x in enumerate(inputs)]
+            batch.inputs = inputs
+        self._batch = batch
+        out = super()._generate_and_score_completions(inputs)  # -> _calculate_rewards: hooks 3-4
+
+        n = len(inputs)
+        start = self.accelerator.process_index * n
+        batch.local_rewards = self._last_rewards[start : start + n]
+        batch.out = out
+        if self.medrl_algorithm["unscorable"] == "exclude":
+            keep = (~self._last_unscorable[start : start + n]).to(out["completion_mask"].device)
+            keep = keep.to(out["completion_mask"].dtype).unsqueeze(1)
+            out["completion_mask"] = out["completion_mask"] * keep
+            loss_mask = out["completion_mask"] * out["tool_mask"] if "tool_mask" in out else out["completion_mask"]
+            out["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
+        batch.seq_advantages = out["advantages"]  # (B,) A_i, before any token shaping
+        owner = self._advantage_method()
+        if owner is not None:  # hook 5: the one estimator that replaces the advantages
+            out["advantages"] = owner.token_advantages(self, batch)
+        step_valid = batch.step_valid
+        self._log_medrl_metrics(mode, step_valid)
+        self._hook("log", batch)  # hook 6
+        if mode == "train":
+            self._monitor.observe(self, inputs, batch.local_rewards)  # hacking signals (medrl.train.monitor)
+        # keep last: logs out["advantages"] exactly as _compute_loss will receive them
+        if mode == "train" and self._credit.due(self.state.global_step) and self.accelerator.is_main_process:
+            self._credit.log(self, inputs, out, batch.seq_advantages, batch.local_rewards, step_valid)
+        return out
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         from medrl.parsing import completion_text
         from medrl.train.guards import check_reasoning_kept, uses_parsed_content
 
+        batch = self._batch
+        if batch is None or batch.inputs is not inputs:  # called on its own (tests, subclasses)
+            batch = self._batch = MedBatch(inputs=inputs, mode="train" if self.model.training else "eval")
         if uses_parsed_content(self._tokenizer):  # TRL's parse_response path may drop <think>
             check_reasoning_kept(completions, completion_ids_list, self._tokenizer)
-        self._shared_correctness(inputs, completions)
+        batch.texts = [completion_text(c) for c in completions]
+        batch.completion_ids = [list(ids) for ids in completion_ids_list]
+        self._shared_correctness(batch)  # the one correctness decision (trainer's before_rewards step)
+        self._hook("before_rewards", batch)  # hook 3
+        columns = batch.reward_columns()
+        for i, x in enumerate(inputs):  # the rewards read batch fields as TRL columns
+            for k, v in columns.items():
+                x[k] = v[i]
         for fn in self.reward_funcs:  # never read a previous batch's rows
             if getattr(fn, "last_unscorable", None) is not None:
                 fn.last_unscorable = None
@@ -226,13 +216,34 @@ class MedGRPOTrainer(GRPOTrainer):
         if self.medrl_algorithm["unscorable"] == "exclude" and unscorable.any():
             rewards = rewards.clone()
             rewards[unscorable] = torch.nan  # all-NaN row: TRL leaves it out and gives advantage 0
+        self._metrics[batch.mode]["unscorable_frac"].append(unscorable.float().mean().item())
+        batch.rewards, batch.unscorable = rewards, unscorable  # gathered: (N_total, R), (N_total,)
+        self._collect_reward_outputs(batch, len(prompts))
+        self._hook("after_rewards", batch)  # hook 4
         self._last_unscorable = unscorable
-        mode = "train" if self.model.training else "eval"
-        self._metrics[mode]["unscorable_frac"].append(unscorable.float().mean().item())
-        self._last_rewards = rewards  # gathered over processes: (N_total, num_rewards)
-        self._last_texts = [completion_text(c) for c in completions]
-        self._last_ids = [list(ids) for ids in completion_ids_list]
+        self._last_rewards = rewards
+        self._last_texts, self._last_ids = batch.texts, batch.completion_ids
         return rewards
+
+    def _collect_reward_outputs(self, batch: MedBatch, n: int) -> None:
+        """Copy what rewards declare in ``outputs`` (``fn.batch_outputs()``) into batch fields."""
+        owners: dict[str, str] = {}
+        for fn, name in zip(self.reward_funcs, self.reward_func_names):
+            fields = getattr(fn, "outputs", None)
+            if not fields or (fn is not self._process_fn and "step_verdicts" in fields):
+                continue
+            values = fn.batch_outputs()
+            for key in fields:
+                if key in owners:
+                    raise ValueError(f"rewards {owners[key]!r} and {name!r} both give the batch field {key!r}")
+                v = values.get(key)
+                if v is None or len(v) != n:
+                    raise RuntimeError(f"reward {name!r} did not give {key!r} for this batch "
+                                       f"({None if v is None else len(v)} entries, expected {n})")
+                if not hasattr(batch, key):
+                    raise ValueError(f"reward {name!r}: {key!r} is not a MedBatch field")
+                setattr(batch, key, list(v))
+                owners[key] = name
 
     def _unscorable_rows(self, n: int, device) -> torch.Tensor:
         """(n,) uint8: 1 for local rows some reward marked UNSCORABLE (``fn.last_unscorable``)."""
@@ -247,18 +258,19 @@ class MedGRPOTrainer(GRPOTrainer):
             rows[[int(i) for i in idx]] = 1
         return rows
 
-    def _shared_correctness(self, inputs: list[dict], completions) -> None:
-        """Decide every rollout's correctness once (and every CAPO corrupted rollout's), for all
-        rewards that read it: the ``correct`` / ``corrupted_correct`` columns
+    def _shared_correctness(self, batch: MedBatch) -> None:
+        """Decide every rollout's correctness once (and every corrupted rollout's) for all rewards
+        that read it: ``batch.correct`` / ``batch.corrupted_correct``
         (:func:`medrl.rewards.correctness.correctness_column`, mode ``algorithm.correctness``)."""
-        from medrl.parsing import completion_text, parse_response
+        from medrl.parsing import parse_response
         from medrl.rewards.correctness import correctness_column, uses_correctness, uses_corrupted_correctness
 
+        inputs = batch.inputs
         if not inputs or not any(uses_correctness(f) for f in self.reward_funcs):
             return
-        texts = {"correct": [completion_text(c) for c in completions]}
-        if CORRUPTED_COLUMN in inputs[0] and any(uses_corrupted_correctness(f) for f in self.reward_funcs):
-            texts["corrupted_correct"] = [x[CORRUPTED_COLUMN] for x in inputs]
+        texts = {"correct": batch.texts}
+        if batch.corrupted_completions is not None and any(uses_corrupted_correctness(f) for f in self.reward_funcs):
+            texts["corrupted_correct"] = batch.corrupted_completions
         key = "images" if "images" in inputs[0] else "image"
         k = len(texts)
         ok = correctness_column(
@@ -270,144 +282,10 @@ class MedGRPOTrainer(GRPOTrainer):
         )
         n = len(inputs)
         for j, name in enumerate(texts):
-            for x, v in zip(inputs, ok[j * n:(j + 1) * n]):
-                x[name] = v
+            setattr(batch, name, list(ok[j * n:(j + 1) * n]))
         decided = [v for v in ok[:n] if v is not None]
         if decided:
-            mode = "train" if self.model.training else "eval"
-            self._metrics[mode]["correctness/correct_frac"].append(sum(decided) / len(decided))
-
-    # ---------------------------------------------------------------- batch
-
-    def _generate_and_score_completions(self, inputs):
-        mode = "train" if self.model.training else "eval"
-        if mode == "train" and self._dynamic is not None and not self._dynamic.active:
-            return self._dynamic.run(self, inputs)  # DAPO dynamic sampling: calls this method once per round
-        for fn in self._stateful.values():
-            if hasattr(fn, "frozen"):
-                fn.frozen = mode != "train"  # evaluation never moves ARMed's thresholds
-        if self.medrl_algorithm.get("capo"):
-            inputs = self._capo_corrupted_rollouts(inputs, mode)
-        out = super()._generate_and_score_completions(inputs)
-
-        n = len(inputs)
-        start = self.accelerator.process_index * n
-        local = self._last_rewards[start : start + n]
-        if self.medrl_algorithm["unscorable"] == "exclude":
-            keep = (~self._last_unscorable[start : start + n]).to(out["completion_mask"].device)
-            keep = keep.to(out["completion_mask"].dtype).unsqueeze(1)
-            out["completion_mask"] = out["completion_mask"] * keep
-            loss_mask = out["completion_mask"] * out["tool_mask"] if "tool_mask" in out else out["completion_mask"]
-            out["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
-        step_valid = self._step_validity(n)
-        seq_advantages = out["advantages"]  # (B,) A_i, before MRPO shaping
-        if self.medrl_algorithm["advantage"] == "mrpo":
-            out["advantages"] = self._mrpo_advantages(out, local, step_valid, mode)
-        self._log_medrl_metrics(mode, step_valid)
-        if mode == "train":
-            self._write_reward_samples()
-            self._monitor.observe(self, inputs, local)  # hacking signals and alerts (medrl.train.monitor)
-        # keep last: logs out["advantages"] exactly as _compute_loss will receive them
-        if mode == "train" and self._credit.due(self.state.global_step) and self.accelerator.is_main_process:
-            self._credit.log(self, inputs, out, seq_advantages, local, step_valid)
-        return out
-
-    def _write_reward_samples(self) -> None:
-        """Append this step's raw and adaptive semantic rewards of ARMed rewards to
-        ``<output_dir>/reward_samples.jsonl`` (``{"step", "bertscore": [...],
-        "bertscore_adaptive": [...], ...}``): the input of ARMed Fig. 3 in
-        ``medrl analyze training RUN --samples RUN/reward_samples.jsonl``."""
-        import os
-
-        row: dict[str, Any] = {}
-        for fn in self._stateful.values():
-            sem = getattr(fn, "semantic", fn)
-            raw, adapted = getattr(sem, "last_raw", None), getattr(sem, "last_adapted", None)
-            if not raw or not adapted:
-                continue
-            for k in raw:
-                row[k] = [float(v) for v in raw[k] if v is not None]
-                row[f"{k}_adaptive"] = [float(v) for v in adapted.get(k, []) if v is not None]
-        if row and self.accelerator.is_main_process:
-            row = {"step": int(self.state.global_step), **row}
-            from medrl.jsonl import append_jsonl
-
-            append_jsonl(os.path.join(self.args.output_dir, "reward_samples.jsonl"), [row], fsync=False)
-
-    def _step_validity(self, n: int) -> list[list[bool] | None] | None:
-        """Per local rollout, the judge's step validities from the process reward, or None."""
-        fn = self._process_fn
-        if fn is None:
-            return None
-        verdicts = getattr(fn, "last_step_verdicts", None)
-        if verdicts is None or len(verdicts) != n:
-            raise RuntimeError(
-                f"process reward {getattr(fn, '__name__', fn)!r} did not expose last_step_verdicts for "
-                f"this batch ({None if verdicts is None else len(verdicts)} entries, expected {n})"
-            )
-        return [None if v is None else [bool(getattr(x, "valid", x)) for x in v] for v in verdicts]
-
-    def _mrpo_advantages(self, out, local_rewards, step_valid, mode) -> torch.Tensor:
-        from medrl.advantages import mrpo_token_advantages
-        from medrl.parsing import step_token_spans
-
-        mrpo = self.medrl_algorithm["mrpo"]
-        steps = getattr(self._process_fn, "last_steps", None)
-        n, num_tokens = out["completion_ids"].shape
-        if steps is None or len(steps) != n:
-            raise RuntimeError(f"process reward {mrpo['process_reward']!r} did not expose last_steps for this batch")
-        flags: list[list[bool] | None] = []
-        spans: list[list[tuple[int, int]] | None] = []
-        for i in range(n):
-            v, st = step_valid[i], steps[i]
-            if v is None or st is None or len(v) != len(st) or not st:
-                flags.append(None)
-                spans.append(None)
-                continue
-            offsets = completion_token_offsets(self._tokenizer, self._last_texts[i], self._last_ids[i])
-            flags.append(v)
-            spans.append(step_token_spans(self._last_texts[i], st, offsets))
-        r_ans = local_rewards[:, self._answer_idx].to(out["advantages"].device)
-        adv = mrpo_token_advantages(
-            out["advantages"], r_ans, flags, spans, num_tokens,
-            tau=mrpo["tau"], shaping=mrpo["shaping"], strategy=mrpo["strategy"],
-        )
-        judged = [i for i in range(n) if flags[i] is not None]
-        if mrpo["strategy"] == "selective":
-            reshaped = sum(1 for i in judged if float(r_ans[i]) <= mrpo["tau"])
-        else:
-            reshaped = len(judged)
-        self._metrics[mode]["mrpo/reshaped_frac"].append(reshaped / max(n, 1))
-        return adv
-
-    # ---------------------------------------------------------------- CAPO
-
-    def _capo_corrupted_rollouts(self, inputs: list[dict], mode: str) -> list[dict]:
-        """Roll every prompt out once more on a corrupted image; add the texts as a column."""
-        from trl.data_utils import prepare_multimodal_messages
-
-        from medrl.data.corruption import corrupt_image
-
-        cfg = self.medrl_algorithm["capo"]
-        key = "images" if "images" in inputs[0] else "image"
-        rows, prompts = [], []
-        for x in inputs:
-            imgs = x.get(key)
-            imgs = list(imgs) if isinstance(imgs, (list, tuple)) else ([imgs] if imgs is not None else [])
-            if not imgs:
-                raise ValueError(f"CAPO needs an image in every record; record {x.get('record_id')!r} has none")
-            seed = _stable_seed(x.get("record_id") or x.get("question"), cfg["seed"], self.state.global_step)
-            corrupted = [corrupt_image(im, cfg["kind"], int(cfg["t"]), seed + j) for j, im in enumerate(imgs)]
-            prompts.append(prepare_multimodal_messages(x["prompt"], images=corrupted))
-            rows.append(dict(x))
-        g = self.num_generations if mode == "train" else self.num_generations_eval
-        prompt_ids, images, mm_fields = self._tokenize_prompts(prompts)
-        ids, _ = self._generate_single_turn(prompt_ids, images, mm_fields, g)
-        texts = self.processing_class.batch_decode(ids, skip_special_tokens=True)
-        for x, t in zip(rows, texts, strict=True):
-            x[CORRUPTED_COLUMN] = t
-        self._metrics[mode]["capo/corrupted_mean_length"].append(sum(len(i) for i in ids) / max(len(ids), 1))
-        return rows
+            self._metrics[batch.mode]["correctness/correct_frac"].append(sum(decided) / len(decided))
 
     # ---------------------------------------------------------------- logging
 
@@ -447,17 +325,22 @@ class MedGRPOTrainer(GRPOTrainer):
             for k, v in zip(now, delta.tolist()):
                 self._metrics[mode][f"judge/{k}"].append(v)
 
-    # ---------------------------------------------------------------- checkpoints
+    # ---------------------------------------------------------------- checkpoints (state_dict hooks)
 
     def _save_checkpoint(self, model, trial):
-        import os
-
         from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
         super()._save_checkpoint(model, trial)
-        if self._stateful and self.args.should_save:
-            folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+        if not self.args.should_save:
+            return
+        folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+        if self._stateful:
             callbacks.save_reward_state(folder, self._stateful.values())
+        states = {m.name: m.state_dict() for m in self.methods}
+        states = {k: v for k, v in states.items() if v}
+        if states:
+            with open(os.path.join(folder, METHOD_STATE_FILE), "w") as fh:
+                json.dump(states, fh)
 
     def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
         super()._load_from_checkpoint(resume_from_checkpoint, model)
@@ -465,7 +348,24 @@ class MedGRPOTrainer(GRPOTrainer):
 
     def _load_optimizer_and_scheduler(self, checkpoint):
         super()._load_optimizer_and_scheduler(checkpoint)
-        if checkpoint is not None and self._stateful:
+        if checkpoint is None:
+            return
+        if self._stateful:
             restored = callbacks.load_reward_state(checkpoint, self._stateful.values())
             if restored:
                 log.info("restored reward state %s from %s", restored, checkpoint)
+        self._load_method_state(checkpoint)
+
+    def _load_method_state(self, checkpoint: str) -> list[str]:
+        """Hand each method its state from ``checkpoint/method_state.json``; returns their names."""
+        path = os.path.join(checkpoint, METHOD_STATE_FILE)
+        if not os.path.isfile(path):
+            return []
+        with open(path) as fh:
+            states = json.load(fh)
+        restored = []
+        for m in self.methods:
+            if m.name in states:
+                m.load_state_dict(states[m.name])
+                restored.append(m.name)
+        return restored

@@ -1,0 +1,87 @@
+"""ARMed: adaptive semantic reward, then medical-thinking knowledge injection.
+
+Paper: ARMed (Liu et al. 2025, arXiv 2508.12957), Eq. 3-14, Implementation details,
+"Medical Thinking Knowledge Injection".
+
+Read top to bottom:
+
+1. **Config** (:class:`ARMedConfig`): the reward's coefficients as the paper gives them. They
+   are the defaults of the ``armed`` reward's options (:func:`medrl.rewards.armed.make_armed`);
+   a recipe changes them under ``rewards: [{name: armed, options: {...}}]``.
+2. **Rewards** (registry names): ``armed`` = Eq. 14, (0.4 R_c + 0.4 R_as + 0.2 R_f) / 1.0, with
+   the textual reward R_c (Eq. 3, lambda1) and the adaptive semantic reward R_as (Eq. 4 + 13,
+   lambda2, thresholds adapted by Eq. 5-12); its parts are also registered alone
+   (``armed_textual``, ``armed_semantic``, ``armed_adaptive_semantic``). Formulas:
+   :mod:`medrl.rewards.armed`.
+3. **Hooks**: the adaptive thresholds are reward state (:class:`medrl.types.StatefulReward`): the
+   trainer freezes them during evaluation and saves them in every checkpoint
+   (``reward_state.json``), for this and any other stateful reward. ARMed's own hook ``log``
+   writes each step's raw and adapted semantic rewards to ``<run>/reward_samples.jsonl``
+   (the input of ARMed Fig. 3, ``medrl analyze training``).
+4. **Pipeline** (recipe ``stages``): RL (ARMed-I) -> knowledge injection -> SFT (ARMed-A) -> RL
+   (ARMed-R), run by :func:`medrl.train.pipeline.run_recipe`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pydantic import Field
+
+from medrl.methods.base import METHODS, MedBatch, Method, MethodConfig, option_default
+from medrl.rewards.armed import AdaptiveSemanticReward, ArmedReward
+
+
+class ARMedConfig(MethodConfig):
+    """The coefficients of ARMed's reward: the options of the ``armed`` reward, defaults taken
+    from :class:`medrl.rewards.armed.ArmedReward` (set them under ``rewards[*].options``)."""
+
+    lambda1: float = Field(option_default(ArmedReward, "lambda1"), ge=0.0, le=1.0, description=(
+        "ARMed Eq. 3: R_c = lambda1 BLEU-1 + (1 - lambda1) ROUGE-1"))
+    lambda2: float = Field(option_default(AdaptiveSemanticReward, "lambda2"), ge=0.0, le=1.0, description=(
+        "ARMed Eq. 4: R_s = lambda2 BERTScore + (1 - lambda2) cosine similarity"))
+    gammas: tuple[float, float, float] = Field(tuple(option_default(ArmedReward, "gammas")), description=(
+        "ARMed Eq. 14: weights of R_c, R_as and R_f (normalised by their sum)"))
+
+
+#: rewards whose adaptive thresholds ARMed Fig. 3 plots
+ADAPTIVE_REWARDS = ("armed", "armed_adaptive_semantic")
+
+
+@METHODS.register("armed")
+class ARMed(Method):
+    """ARMed's adaptive semantic reward: per-step samples for Fig. 3."""
+
+    name = "armed"
+    paper = "ARMed (arXiv 2508.12957), Eq. 3-14"
+    Config = ARMedConfig
+    rewards = ("armed", "armed_textual", "armed_semantic", "armed_adaptive_semantic")
+    activated_by = ADAPTIVE_REWARDS
+
+    def setup(self, trainer: Any) -> None:
+        self._adaptive = [fn for fn, name in zip(trainer.reward_funcs, trainer.reward_func_names)
+                          if hasattr(getattr(fn, "semantic", fn), "last_adapted")]
+
+    def log(self, trainer: Any, batch: MedBatch) -> None:
+        """Append this step's raw and adapted semantic rewards to ``reward_samples.jsonl``
+        (``{"step", "bertscore": [...], "bertscore_adaptive": [...], ...}``)."""
+        if batch.mode != "train":
+            return
+        row: dict[str, Any] = {}
+        for fn in self._adaptive:
+            sem = getattr(fn, "semantic", fn)
+            raw, adapted = getattr(sem, "last_raw", None), getattr(sem, "last_adapted", None)
+            if not raw or not adapted:
+                continue
+            for k in raw:
+                row[k] = [float(v) for v in raw[k] if v is not None]
+                row[f"{k}_adaptive"] = [float(v) for v in adapted.get(k, []) if v is not None]
+        if row and trainer.accelerator.is_main_process:
+            from medrl.jsonl import append_jsonl
+
+            row = {"step": int(trainer.state.global_step), **row}
+            append_jsonl(os.path.join(trainer.args.output_dir, "reward_samples.jsonl"), [row], fsync=False)
+
+
+__all__ = ["ADAPTIVE_REWARDS", "ARMed", "ARMedConfig"]
