@@ -124,6 +124,9 @@ def add_arguments(p) -> None:
                         "with, grpo.max_completion_length in the run folder's config.yaml, else 1024). An output "
                         "cut off at the limit without a closing answer tag is counted as truncated")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (the papers' evaluation)")
+    p.add_argument("--samples", type=int, default=0, metavar="N",
+                   help="also draw N sampled outputs per record (at --temperature, or 1.0 when it is 0) and "
+                        "report pass@k for k = 1, 2, 4, ..., N (CAPO Fig. 7; samples.jsonl, pass_at_k.json)")
     p.add_argument("--prompt-style", default="think_answer",
                    help="think_answer | modality_think_answer | plain (vLLM backend)")
     p.add_argument("--limit", type=int, default=None, help="first N records per dataset")
@@ -156,7 +159,7 @@ def load_datasets(args):
     from medrl.data.record import DataError
     from medrl.eval.runner import EvalDataset
 
-    from medrl.data.validate import refuse_duplicate_sources
+    from medrl.data.registry import refuse_duplicate_sources
 
     out = []
     skip = bool(getattr(args, "skip_invalid", False))
@@ -276,7 +279,8 @@ def _run_locked(args, judge, common: dict, protocols) -> dict:
                                     temperature=args.temperature, batch_size=args.batch_size,
                                     prompt_style=args.prompt_style)
     return run_eval(datasets, generate_fn, judge, args.out, model=args.model, generation=gen,
-                    batch_size=args.batch_size, **common)
+                    batch_size=args.batch_size, samples=max(0, getattr(args, "samples", 0) or 0),
+                    sample_temperature=args.temperature if args.temperature > 0 else 1.0, **common)
 
 
 def resolve_max_new_tokens(args) -> tuple[int, str]:
@@ -359,7 +363,7 @@ def _apply_suite(args) -> None:
     missing ones are listed (with where to get them) and skipped."""
     import sys
 
-    from medrl.data.loaders import suite_specs
+    from medrl.data.registry import suite_specs
 
     present, missing = suite_specs(args.suite, args.data_dir)
     for name, why in missing:
@@ -367,7 +371,7 @@ def _apply_suite(args) -> None:
     if not present:
         raise ValueError(f"suite {args.suite!r}: none of its benchmarks is present under the data folder "
                          "(see docs/evaluation.md for where to get them)")
-    from medrl.data.benchmarks import _SUITE_FALLBACK, SUITE_OOD
+    from medrl.data.registry import SUITE_FALLBACK as _SUITE_FALLBACK, SUITE_OOD
 
     ood = SUITE_OOD.get(args.suite, frozenset())
     ood = ood | {_SUITE_FALLBACK[s] for s in ood if s in _SUITE_FALLBACK}

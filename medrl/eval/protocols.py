@@ -26,7 +26,8 @@ Protocols:
 ``standard`` (default) - the field's convention (VQA-RAD card, LLaVA-Med, MedEvalKit,
 HuatuoGPT-Vision tables): every question; closed questions by exact yes/no or option match,
 open questions by the judge; closed accuracy, open accuracy and overall, per dataset and per
-modality and organ where the dataset has them. Closed/open is the dataset's own
+modality, organ and subject (MMMU's Health & Medicine subjects, CAPO Table 3) where the
+dataset has them. Closed/open is the dataset's own
 ``answer_type`` label when it has one (VQA-RAD test: 272 closed, 179 open, the split the
 VQA-RAD card and LLaVA-Med report), else
 :func:`medrl.rewards.correctness.is_closed_question`; a multiple-choice record is closed.
@@ -41,7 +42,10 @@ image is attached whenever the judge takes images), plus step verification (App.
 valid when gold_alignment or answer_contribution is 1, Eq. 3). Table 2's "AVG" is the pooled
 (sample-weighted) accuracy over all benchmarks (:func:`medrl.eval.stats.pooled_average`: it
 reproduces the paper's 26.79 for Qwen2.5-VL-7B MRPO from the per-dataset accuracies and test
-sizes; the macro average gives 29.54), so ``average="pooled"``.
+sizes; the macro average gives 29.54), so ``average="pooled"``. Beside it, ``accuracy_answered`` is the
+denominator of MRPO's own evaluation script (``Eval_code/Answer_Evaluation.py``: O / (O + X),
+outputs without an ``<answer>`` left out; SLAKE's 65.89% fits 601-689 items, not all 706);
+``accuracy`` counts such outputs as wrong.
 
 ``medix`` - MediX-R1 (arXiv 2602.23363, Sec. 3, App. A.2-A.3, Table 2): every question; the
 judge sees only the final answer (reasoning stripped); short-form QA/MCQ get the binary JSON
@@ -258,10 +262,26 @@ def _mrpo_tasks(row: dict) -> set[str]:
     return {"judge_answer", "steps"} if is_open_papers(row) else set()
 
 
+def _has_answer(row: dict) -> bool:
+    """The output holds a non-empty ``<answer>`` block (the parsed ``answer`` of a scored row)."""
+    if "answer" in row:
+        ans = row["answer"]
+    else:
+        from medrl.parsing import parse_response
+
+        ans = parse_response(row.get("output") or "").answer
+    return bool(str(ans or "").strip())
+
+
 def _mrpo_values(row: dict) -> dict:
+    """``accuracy`` counts an output without an ``<answer>`` as wrong; ``accuracy_answered`` is
+    MRPO's own evaluation script (dmis-lab/MRPO ``Eval_code/Answer_Evaluation.py``: accuracy =
+    O / (O + X), outputs without an answer are left out of the denominator)."""
     if not is_open_papers(row):
         return {}
-    return {"accuracy": _score(row, "judge_answer"), "valid_steps": _step_share(row)}
+    acc = _score(row, "judge_answer")
+    return {"accuracy": acc, "accuracy_answered": acc if _has_answer(row) else MISSING,
+            "valid_steps": _step_share(row)}
 
 
 def _medix_tasks(row: dict) -> set[str]:
@@ -305,7 +325,7 @@ STANDARD = _register(Protocol(
     prompt="closed: no judge (medrl.rewards.correctness.decide_exact); open: judge.answer_correct "
            "(medrl.judges.prompts.answer_correct)",
     metrics=(Metric("closed", "Closed acc. (%)"), Metric("open", "Open acc. (%)"), Metric("overall", "Overall (%)")),
-    main="overall", tasks_fn=_standard_tasks, values_fn=_standard_values, groups=("modality", "organ"),
+    main="overall", tasks_fn=_standard_tasks, values_fn=_standard_values, groups=("modality", "organ", "subject"),
 ))
 
 MRPO = _register(Protocol(
@@ -316,7 +336,9 @@ MRPO = _register(Protocol(
                 "reference or answers the question well enough (with the image when the judge takes "
                 "images), and the share of valid reasoning steps (Eq. 3); AVG pooled over all outputs",
     prompt="medrl.judges.prompts.answer_correct(answer_format='o_x') and medrl.judges.prompts.verify_steps",
-    metrics=(Metric("accuracy", "Accuracy (%)"), Metric("valid_steps", "Valid steps (%)")),
+    metrics=(Metric("accuracy", "Accuracy (%)"),
+             Metric("accuracy_answered", "Accuracy, answered only (%) (MRPO script's denominator)"),
+             Metric("valid_steps", "Valid steps (%)")),
     main="accuracy", tasks_fn=_mrpo_tasks, values_fn=_mrpo_values, open_only=True, average="pooled",
 ))
 

@@ -7,6 +7,9 @@ Layout of an eval folder (``--out``)::
     outputs.jsonl      the same rows scored (judge verdicts, step verdicts, text metrics)
     metrics.json       per-dataset and macro metrics with bootstrap CIs, judge accounting
     report.md / report.html / figures/*.png
+    samples.jsonl      with ``samples=n`` (``medrl eval --samples n``): n sampled outputs per
+    samples_scored.jsonl  record (keys ``dataset:id#j``) and their verdicts, for pass@k
+    pass_at_k.json     pass@k per dataset (:mod:`medrl.eval.passk`; CAPO Fig. 7)
 
 Both JSONL files are appended batch by batch and flushed, so an interrupted eval continues where
 it stopped: rerunning the same command skips every record already generated and every output
@@ -86,6 +89,9 @@ def _generation_row(rec: Any, ds: "EvalDataset", out: Any) -> dict:
                                     finish_reason=getattr(out, "finish_reason", None))
     if getattr(out, "n_tokens", None) is not None:
         row["n_tokens"] = int(out.n_tokens)
+    subject = (getattr(rec, "extras", None) or {}).get("subject")
+    if subject:  # MMMU / MMLU subject: the per-subject breakdown (CAPO Table 3)
+        row["subject"] = str(subject)
     return row
 
 
@@ -214,10 +220,10 @@ def score_stage(gen_rows: Sequence[dict], judge: Any, out_dir: Path, *, rubrics:
                 verify_steps: bool = True, text_metrics: bool = True, embedding_model: str | None = None,
                 bertscore_model: str | None = None,
                 chunk_size: int = 32, concurrency: int = 16, progress: bool = True,
-                protocols: Sequence[str] = ()) -> list[dict]:
-    """Score what ``outputs.jsonl`` lacks, ``chunk_size`` rows at a time (appended and
-    flushed after each chunk). Returns all scored rows in the order of ``gen_rows``."""
-    path = out_dir / "outputs.jsonl"
+                protocols: Sequence[str] = (), filename: str = "outputs.jsonl") -> list[dict]:
+    """Score what ``outputs.jsonl`` (or ``filename``) lacks, ``chunk_size`` rows at a time
+    (appended and flushed after each chunk). Returns all scored rows in the order of ``gen_rows``."""
+    path = out_dir / filename
     n_lines = 0
     done: dict[str, dict] = {}
     for r in read_rows(path, repair=True):
@@ -245,11 +251,82 @@ def score_stage(gen_rows: Sequence[dict], judge: Any, out_dir: Path, *, rubrics:
     return [done[r["key"]] for r in gen_rows]
 
 
+SAMPLES_FILE = "samples.jsonl"
+SAMPLES_SCORED_FILE = "samples_scored.jsonl"
+PASS_AT_K_FILE = "pass_at_k.json"
+
+
+def _sample(generate_fn: GenerateFn, records: list, temperature: float) -> list:
+    """``generate_fn(records, temperature=...)`` when it takes a temperature (the generators of
+    :func:`build_generate_fn` do), else ``generate_fn(records)`` (a sampler of its own)."""
+    import inspect
+
+    try:
+        params = inspect.signature(generate_fn).parameters.values()
+    except (TypeError, ValueError):
+        params = ()
+    if any(q.name == "temperature" or q.kind == q.VAR_KEYWORD for q in params):
+        return generate_fn(records, temperature=temperature)
+    return generate_fn(records)
+
+
+def sample_stage(datasets: Sequence[EvalDataset], generate_fn: GenerateFn, out_dir: Path, *, n: int,
+                 temperature: float, batch_size: int = 8, progress: bool = True) -> list[dict]:
+    """``n`` sampled outputs per record at ``temperature`` into ``samples.jsonl`` (key
+    ``dataset:id#j``, ``sample`` = j), what it lacks only (resumable like :func:`generate_stage`).
+    Returns the rows in dataset/record/sample order."""
+    if n < 1:
+        raise ValueError(f"samples: need n >= 1, got {n}")
+    path = out_dir / SAMPLES_FILE
+    done = {r["key"]: r for r in read_rows(path, repair=True)}
+    order = [(ds, rec, j) for ds in datasets for rec in ds.records for j in range(n)]
+    todo = [t for t in order if f"{t[0].name}:{t[1].id}#{t[2]}" not in done]
+    with _progress(len(todo), f"sample x{n}", progress) as bar:
+        for batch in _batches(todo, batch_size):
+            outs = _sample(generate_fn, [rec for _, rec, _ in batch], temperature)
+            if len(outs) != len(batch):
+                raise ValueError(f"generate_fn returned {len(outs)} outputs for {len(batch)} records")
+            rows = []
+            for (ds, rec, j), out in zip(batch, outs):
+                row = _generation_row(rec, ds, out)
+                row["key"], row["sample"] = f"{row['key']}#{j}", j
+                rows.append(row)
+            _append_rows(path, rows)
+            for r in rows:
+                done[r["key"]] = r
+            bar.update(len(batch))
+    return [done[f"{ds.name}:{rec.id}#{j}"] for ds, rec, j in order]
+
+
+def pass_at_k_stage(sample_rows: Sequence[dict], out_dir: Path, *, protocol: str | None = None,
+                    ks: Sequence[int] | None = None) -> dict:
+    """pass@k (:mod:`medrl.eval.passk`) of scored sample rows, each decided by ``protocol``'s
+    verdict (:func:`medrl.eval.protocols.row_correct`; None = unscored, left out); writes
+    ``pass_at_k.json`` and ``figures/pass_at_k.png``."""
+    from medrl.eval.passk import plot_pass_at_k, summarize_pass_at_k
+    from medrl.eval.protocols import DEFAULT_PROTOCOL, row_correct
+
+    protocol = protocol or DEFAULT_PROTOCOL
+    decided = [{"dataset": r["dataset"], "record_id": r["record_id"], "correct": row_correct(r, protocol)}
+               for r in sample_rows]
+    summary = summarize_pass_at_k(decided, ks)
+    summary["protocol"] = protocol
+    summary["unscored"] = sum(1 for d in decided if d["correct"] is None)
+    (out_dir / PASS_AT_K_FILE).write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    if summary["ks"]:
+        fig_dir = out_dir / "figures"
+        fig_dir.mkdir(parents=True, exist_ok=True)
+        plot_pass_at_k(summary, fig_dir / "pass_at_k.png")
+    return summary
+
+
 def finish(out_dir: Path, rows: Sequence[dict], config: dict, judge: Any = None, *,
            n_boot: int = 1000, seed: int = 0) -> dict:
     """Write ``metrics.json`` and the report; returns the metrics."""
     metrics = summarize_scores(rows, n_boot=n_boot, seed=seed, protocols=config.get("protocols") or ())
     metrics["config"] = config
+    if (out_dir / PASS_AT_K_FILE).exists() and config.get("samples"):
+        metrics["pass_at_k"] = json.loads((out_dir / PASS_AT_K_FILE).read_text(encoding="utf-8"))
     stats = getattr(judge, "stats", None)
     if stats is not None and hasattr(stats, "as_dict"):
         metrics["judge_stats"] = stats.as_dict()
@@ -266,8 +343,14 @@ def run_eval(datasets: Sequence[EvalDataset], generate_fn: GenerateFn, judge: An
                 bertscore_model: str | None = None,
              batch_size: int = 8, chunk_size: int = 32, concurrency: int = 16, n_boot: int = 1000,
              seed: int = 0, overwrite: bool = False, progress: bool = True,
-             rescore_unscored: bool = False, protocols: Sequence[str] = ()) -> dict:
+             rescore_unscored: bool = False, protocols: Sequence[str] = (), samples: int = 0,
+             sample_temperature: float = 1.0, pass_ks: Sequence[int] | None = None) -> dict:
     """Generate on every dataset, save every full output, score, summarize and report.
+
+    ``samples=n`` (> 0) also draws ``n`` outputs per record at ``sample_temperature`` (> 0)
+    with the same ``generate_fn``, scores them (answers only: no step verification, no text
+    metrics) and reports pass@k for ``pass_ks`` (default 1, 2, 4, ..., n; CAPO Fig. 7) under the
+    first protocol (:func:`pass_at_k_stage`). The greedy outputs stay the eval's main result.
 
     Resumable: rerun with the same arguments after an interruption and only the missing
     generations and scores (and the scores left unscored) are computed. A different judge is
@@ -289,12 +372,31 @@ def run_eval(datasets: Sequence[EvalDataset], generate_fn: GenerateFn, judge: An
     }
     if embedding_model or bertscore_model:  # text-metric encoders other than the offline MiniLM
         config["encoders"] = {"embedding_model": embedding_model, "bertscore_model": bertscore_model}
+    if samples:
+        if not sample_temperature or sample_temperature <= 0:
+            raise ValueError(f"samples={samples} needs a sampling temperature > 0 (pass@k over greedy outputs "
+                             f"is pass@1), got {sample_temperature}")
+        from medrl.eval.protocols import DEFAULT_PROTOCOL
+
+        config["samples"] = {"n": int(samples), "temperature": float(sample_temperature),
+                             "protocol": (list(protocols) or [DEFAULT_PROTOCOL])[0]}
     _check_config(out_dir, config, overwrite, rescore_unscored)
+    if overwrite:
+        for name in (SAMPLES_FILE, SAMPLES_SCORED_FILE, PASS_AT_K_FILE):
+            (out_dir / name).unlink(missing_ok=True)
     gen_rows = generate_stage(datasets, generate_fn, out_dir, batch_size=batch_size, progress=progress)
     rows = score_stage(gen_rows, judge, out_dir, rubrics=rubrics, verify_steps=verify_steps,
                        text_metrics=text_metrics, embedding_model=embedding_model, chunk_size=chunk_size,
                        bertscore_model=bertscore_model, concurrency=concurrency, progress=progress,
                        protocols=protocols)
+    if samples:
+        s_rows = sample_stage(datasets, generate_fn, out_dir, n=int(samples), temperature=float(sample_temperature),
+                              batch_size=batch_size, progress=progress)
+        s_rows = score_stage(s_rows, judge, out_dir, rubrics=rubrics, verify_steps=False, text_metrics=False,
+                             chunk_size=chunk_size, concurrency=concurrency, progress=progress,
+                             protocols=list(protocols) or [config["samples"]["protocol"]],
+                             filename=SAMPLES_SCORED_FILE)
+        pass_at_k_stage(s_rows, out_dir, protocol=config["samples"]["protocol"], ks=pass_ks)
     return finish(out_dir, rows, config, judge, n_boot=n_boot, seed=seed)
 
 
@@ -400,7 +502,7 @@ def build_generate_fn(model: str, *, backend: str = "hf", max_new_tokens: int = 
         policy, processor = load_policy(model)
         tok = getattr(processor, "tokenizer", processor)
 
-        def hf_generate(records: Sequence[Any]) -> list[str]:
+        def hf_generate(records: Sequence[Any], temperature: float = temperature) -> list[str]:
             texts = generate(policy, processor, list(records), max_new_tokens=max_new_tokens,
                              temperature=temperature, batch_size=batch_size, prompt_style=prompt_style,
                              progress=False)
@@ -446,9 +548,11 @@ def _vllm_generate_fn(model: str, *, max_new_tokens: int, temperature: float, pr
             out.append({"role": m["role"], "content": content})
         return out
 
-    def vllm_generate(records: Sequence[Any]) -> list[str]:
+    def vllm_generate(records: Sequence[Any], temperature: float = temperature) -> list[str]:
         convs = [to_openai(*to_chat(r, prompt_style)) for r in records]
-        results = llm.chat(convs, params, use_tqdm=False)
+        call = params if temperature == params.temperature else SamplingParams(temperature=temperature,
+                                                                               max_tokens=max_new_tokens)
+        results = llm.chat(convs, call, use_tqdm=False)
         return [Generation(r.outputs[0].text, n_tokens=len(r.outputs[0].token_ids),
                            max_new_tokens=max_new_tokens, finish_reason=r.outputs[0].finish_reason)
                 for r in results]

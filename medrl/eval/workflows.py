@@ -102,6 +102,8 @@ def eval_report(out_dir: Path, rows: Sequence[dict], metrics: dict) -> tuple[Pat
                                   ylabel=_METRIC_NAMES[acc_key].replace(" (%)", "") + " (%)",
                                   title=f"{_METRIC_NAMES[acc_key].replace(' (%)', '')} per dataset (95% bootstrap CI)")
         rep.figure(fig, f"{_METRIC_NAMES[acc_key]} per dataset with 95% bootstrap confidence intervals.")
+    if metrics.get("pass_at_k", {}).get("ks"):
+        _pass_at_k_section(rep, metrics["pass_at_k"], out_dir / "figures")
     steps = [(n, d["steps"]) for n, d in metrics["datasets"].items()]
     rep.heading("Reasoning steps")
     rep.table(["Dataset", "Mean steps", "Verified outputs", "Not verified", "Valid steps (%)"],
@@ -120,7 +122,24 @@ def eval_report(out_dir: Path, rows: Sequence[dict], metrics: dict) -> tuple[Pat
     return rep.write(out_dir)
 
 
-_GROUP_NAMES = {"modality": "modality", "organ": "organ / location"}
+def _pass_at_k_section(rep: Report, pk: dict, fig_dir: Path) -> None:
+    """pass@k per dataset (CAPO Fig. 7; :mod:`medrl.eval.passk`)."""
+    cfg_note = f"n={pk.get('n_samples')} sampled outputs per item, each judged under protocol `{pk.get('protocol')}`"
+    rep.heading("pass@k")
+    ks = pk["ks"]
+    body = [[ds] + [fmt(curve[str(k)]["pass_at_k"] if str(k) in curve else curve.get(k, {}).get("pass_at_k"),
+                        pct=True) for k in ks] for ds, curve in pk["datasets"].items()]
+    body.append(["all items"] + [fmt(pk["all"].get(str(k), pk["all"].get(k, {})).get("pass_at_k"), pct=True)
+                                 for k in ks])
+    rep.table(["Dataset"] + [f"pass@{k} (%)" for k in ks], body,
+              f"Unbiased estimator 1 - C(n-c,k)/C(n,k) (Chen et al. 2021) from {cfg_note}; "
+              f"{pk.get('unscored', 0)} unscored sample(s) left out.")
+    fig = fig_dir / "pass_at_k.png"
+    if fig.exists():
+        rep.figure(fig, "pass@k against k per dataset (CAPO Fig. 7).")
+
+
+_GROUP_NAMES = {"modality": "modality", "organ": "organ / location", "subject": "subject"}
 _SCOPE_NAMES = {"in": "In-domain", "out": "Out-of-domain", "all": "All datasets", "text": "Text-only",
                 "vlm": "Image + text"}
 _AVERAGE_NAMES = {"macro": "macro (mean of the dataset means)",

@@ -5,7 +5,7 @@ DAPO (Yu et al. 2025, arXiv 2503.14476, Sec. 3.2 "Dynamic Sampling", Eq. 11 cons
 has advantage 0 for every member and only shrinks the effective batch, so DAPO over-samples,
 filters those groups out and keeps generating until the batch is full of groups with signal.
 
-``algorithm.dynamic_sampling: true`` (or a mapping with ``max_rounds``) turns it on for any
+``algorithm.dynamic_sampling: true`` (or a mapping with ``max_rounds`` and/or ``mean_band``) turns it on for any
 recipe (on in ``dapo``). In :class:`medrl.train.trainer.MedGRPOTrainer`, a training batch is
 generated and scored as usual (round 0); groups whose rewards are all equal are dropped; while
 fewer than the batch's number of groups are left, another full batch of prompts is generated and
@@ -23,6 +23,14 @@ two processes build the same batch; the rows of a selected group are moved to th
 slot it fills. Each round's reward and monitor metrics are logged as TRL logs any batch; the
 trainer adds ``dynamic_sampling/rounds`` (generation rounds used, 1 = none extra),
 ``dynamic_sampling/flat_frac`` (share of generated groups dropped) and ``dynamic_sampling/short``.
+
+Mean-reward band (``mean_band: [low, high]``): MediX-R1 (arXiv 2602.23363, Sec. 4 ablation
+"DAPO", trained with EasyR1, whose online filter keeps a group when ``filter_low < mean <
+filter_high`` on the overall reward, with ``filter_low = 0.01`` and ``filter_high = 0.99``) keeps
+the groups whose mean weighted total reward lies strictly inside the band, instead of the groups
+whose rewards differ. With a band set the band alone decides, as in EasyR1: a group whose
+rollouts all score 0.5 lies inside (0.01, 0.99) and is kept (it carries advantage 0). The
+``dapo`` recipe sets MediX-R1's band; without it the criterion is DAPO's "not all equal".
 
 Deviations from DAPO: DAPO filters on accuracy (all correct / all wrong); medrl's recipes have
 continuous rewards, so the criterion is equal rewards (equal accuracy is the binary case). DAPO
@@ -51,6 +59,9 @@ TOKEN_FIELDS = frozenset({"prompt_ids", "completion_ids"})
 class DynamicSamplingConfig:
     enabled: bool = False
     max_rounds: int = 4  # extra generation rounds per batch at most
+    #: keep groups whose mean total reward lies in the open interval (low, high) (MediX-R1 /
+    #: EasyR1: (0.01, 0.99)); None = keep groups whose rewards are not all equal (DAPO)
+    mean_band: tuple[float, float] | None = None
 
     @classmethod
     def from_value(cls, value: Any) -> "DynamicSamplingConfig":
@@ -73,17 +84,35 @@ class DynamicSamplingConfig:
                 raise ValueError(f"algorithm.dynamic_sampling.max_rounds: expected a non-negative int, got {v!r}")
             if k == "enabled" and not isinstance(v, bool):
                 raise ValueError(f"algorithm.dynamic_sampling.enabled: expected true/false, got {v!r}")
+            if k == "mean_band" and v is not None:
+                v = _band(v)
             kwargs[k] = v
         return cls(**kwargs)
+
+
+def _band(value: Any) -> tuple[float, float]:
+    """``[low, high]`` -> ``(low, high)`` with finite numbers and ``low < high``."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
+        raise ValueError(f"algorithm.dynamic_sampling.mean_band: expected [low, high], got {value!r}")
+    try:
+        lo, hi = (float(x) for x in value)
+    except (TypeError, ValueError):
+        raise ValueError(f"algorithm.dynamic_sampling.mean_band: expected two numbers, got {value!r}") from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ValueError(f"algorithm.dynamic_sampling.mean_band: need finite low < high, got {value!r}")
+    return lo, hi
 
 
 # ----------------------------------------------------------------------------- pure decisions
 
 
 def flat_groups(rewards: Sequence[Sequence[float]], weights: Sequence[float], group: int,
-                aggregation: str = "sum_then_normalize", tol: float = 1e-9) -> list[bool]:
+                aggregation: str = "sum_then_normalize", tol: float = 1e-9,
+                mean_band: tuple[float, float] | None = None) -> list[bool]:
     """For each consecutive group of ``group`` rows of the (N, R) reward matrix (NaN = the reward
-    did not score), True when its rewards are all equal (see the module docstring)."""
+    did not score), True when the group is dropped: its rewards are all equal, or, with
+    ``mean_band = (low, high)``, the mean of its weighted totals is not strictly inside the band
+    (see the module docstring)."""
     n = len(rewards) // group
     out = []
     for g in range(n):
@@ -91,6 +120,11 @@ def flat_groups(rewards: Sequence[Sequence[float]], weights: Sequence[float], gr
         rows = [r for r in rows if any(v == v for v in r)]  # drop rows no reward scored
         if len(rows) < 2:
             out.append(True)
+            continue
+        if mean_band is not None:
+            totals = [sum(v * w for v, w in zip(r, weights) if v == v) for r in rows]
+            mean = sum(totals) / len(totals)
+            out.append(not (mean_band[0] < mean < mean_band[1]))
             continue
         if aggregation == "normalize_then_sum":
             cols = list(zip(*rows))
@@ -250,7 +284,7 @@ class DynamicSampler:
                 listy |= ly
                 rounds.append(rows)
                 flags_by_round.append(flat_groups(trainer._last_rewards.detach().float().cpu().tolist(),
-                                                  weights, G, agg))
+                                                  weights, G, agg, mean_band=self.config.mean_band))
                 if sum(not f for fl in flags_by_round for f in fl) >= need or r == self.config.max_rounds:
                     break
                 batch = self._extra_inputs(trainer, n, G)
