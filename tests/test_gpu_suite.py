@@ -87,14 +87,55 @@ def test_gpu_sft_lora_and_full_bf16(family, build, records, tmp_path):
     need_gpus()
     from medrl.models import load_policy
 
+    import torch
+    import yaml
+
+    from medrl.models import generate
+
     path = build(family)
+    base, _ = load_policy(path)
+    base_type, base_class = base.config.model_type, type(base)
+    before = {n: p.detach().clone() for n, p in base.named_parameters()}
+    del base
     for lora in ("default", None):
         opts = {"use_cpu": False, "bf16": True}
         if lora is None:
             opts["lora"] = None
-        final = _sft(path, records, tmp_path / str(lora), **opts)
+        out = tmp_path / str(lora)
+        final = _sft(path, records, out, **opts)
         model, _ = load_policy(final)
         assert model is not None
+        # the same family comes back (LoRA merged into it), and training on the GPU changed weights
+        assert type(model) is base_class and model.config.model_type == base_type
+        # (compared in float32 beyond bf16 rounding: the checkpoint may be saved in bf16)
+        changed = [n for n, p in model.named_parameters() if n in before and not torch.allclose(
+            p.detach().float().cpu(), before[n].float(), rtol=1e-2, atol=1e-4)]
+        assert changed, f"{family} lora={lora}: bf16 SFT on the GPU changed no weight"
+        assert yaml.safe_load((out / "sft_config.yaml").read_text())["sft_config"]["bf16"] is True
+        # on the device in bf16: finite logits over every prompt token, and generation runs
+        model, processor = load_policy(final, dtype="bfloat16", device_map="cuda")
+        enc, logits = _device_logits(model, processor, records)
+        assert logits.device.type == "cuda" and logits.dtype == torch.bfloat16
+        assert tuple(logits.shape[:2]) == tuple(enc["input_ids"].shape)
+        assert torch.isfinite(logits.float()).all()
+        texts = generate(model, processor, records[:2], max_new_tokens=4, progress=False)
+        assert len(texts) == 2 and all(isinstance(t, str) for t in texts)
+        del model
+
+
+def _device_logits(model, processor, records):
+    """(inputs, logits) of one batch of chat prompts with images, on the model's device."""
+    import torch
+
+    from medrl.models.generation import _nested_images, to_chat
+
+    chats = [to_chat(r) for r in records]
+    texts = [processor.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m, _ in chats]
+    images = [imgs for _, imgs in chats] if _nested_images(processor) else [i for _, imgs in chats for i in imgs]
+    enc = processor(text=texts, images=images, padding=True, return_tensors="pt").to(model.device)
+    model.eval()
+    with torch.no_grad():
+        return enc, model(**enc).logits
 
 
 @pytest.mark.parametrize("family", FAMILY_NAMES)
