@@ -38,6 +38,7 @@ REWARD_ENCODERS: dict[str, dict[str, str]] = {
     "bertscore": {"model": "bertscore"},
     "armed": {"bertscore_model": "bertscore", "model": "sentence"},
     "armed_semantic": {"bertscore_model": "bertscore", "model": "sentence"},
+    "armed_adaptive_semantic": {"bertscore_model": "bertscore", "model": "sentence"},
     "hss": {"bertscore_model": "bertscore", "model": "sentence"},
     "medix_embed": {"model": "sentence"},
     "embedding_cosine": {"model": "sentence"},

@@ -168,8 +168,11 @@ def test_every_recipe_takes_a_reward_model_and_checkpoints(name, tiny, records, 
     for step in (1, 2):
         ckpt = tmp_path / name / f"checkpoint-{step}"
         assert ckpt.is_dir()
-        state = ckpt / REWARD_STATE_FILE
-        assert (json.loads(state.read_text()).keys() == {"armed"}) if name == "armed" else not state.exists()
+        # ARMed's thresholds travel in the ARMed method's state (method_state.json), nowhere else
+        state = ckpt / "method_state.json"
+        assert ((json.loads(state.read_text())["armed"]["rewards"].keys() == {"armed"}) if name == "armed"
+                else not (ckpt / REWARD_STATE_FILE).exists())
+        assert not (ckpt / REWARD_STATE_FILE).exists()
 
 
 def test_resume_after_kill_restores_step_optimizer_and_armed_threshold(tiny, records, judge, tmp_path):
@@ -182,7 +185,8 @@ def test_resume_after_kill_restores_step_optimizer_and_armed_threshold(tiny, rec
     recipe, tr, before = _two_steps("armed", tiny, records, judge, out, callbacks=[StopAfterStepCallback(1)])
     assert tr.state.global_step == 1
     ckpt = out / "checkpoint-1"
-    saved_state = json.loads((ckpt / REWARD_STATE_FILE).read_text())["armed"]
+    saved_state = json.loads((ckpt / "method_state.json").read_text())["armed"]["rewards"]["armed"]
+    assert not (ckpt / REWARD_STATE_FILE).exists()
     assert saved_state == tr.reward_funcs[0].state_dict()
     assert saved_state["bertscore"]["threshold"] is not None and saved_state["bertscore"]["steps"] == 1
     assert not (out / "final").exists()
@@ -224,7 +228,8 @@ def test_resume_after_kill_restores_step_optimizer_and_armed_threshold(tiny, rec
     assert tr2.state.global_step == 2
     assert fn.state_dict()["bertscore"]["steps"] == 2  # and it kept adapting
     _check_trained(recipe, tr2, before)
-    assert json.loads((out / "checkpoint-2" / REWARD_STATE_FILE).read_text())["armed"] == fn.state_dict()
+    assert json.loads((out / "checkpoint-2" / "method_state.json").read_text())["armed"]["rewards"]["armed"] == \
+        fn.state_dict()
     # per-sample raw and adaptive semantic rewards of each step feed ARMed Fig. 3
     from medrl.eval.diagnostics import load_reward_samples, raw_vs_adaptive
 

@@ -13,11 +13,12 @@ Read top to bottom:
    lambda2, thresholds adapted by Eq. 5-12); its parts are also registered alone
    (``armed_textual``, ``armed_semantic``, ``armed_adaptive_semantic``). Formulas:
    :mod:`medrl.rewards.armed`.
-3. **Hooks**: the adaptive thresholds are reward state (:class:`medrl.types.StatefulReward`): the
-   trainer freezes them during evaluation and saves them in every checkpoint
-   (``reward_state.json``), for this and any other stateful reward. ARMed's own hook ``log``
-   writes each step's raw and adapted semantic rewards to ``<run>/reward_samples.jsonl``
-   (the input of ARMed Fig. 3, ``medrl analyze training``).
+3. **Hooks**: ``state_dict`` / ``load_state_dict`` carry the adaptive thresholds (Eq. 5-12 state
+   of every ARMed reward of the run, ``{"rewards": {reward name: thresholds}}``) into each
+   checkpoint's ``method_state.json`` and back on resume; the trainer freezes them during
+   evaluation (they are :class:`medrl.types.StatefulReward`). ``log`` writes each step's raw and
+   adapted semantic rewards to ``<run>/reward_samples.jsonl`` (the input of ARMed Fig. 3,
+   ``medrl analyze training``).
 4. **Pipeline** (recipe ``stages``): RL (ARMed-I) -> knowledge injection -> SFT (ARMed-A) -> RL
    (ARMed-R), run by :func:`medrl.train.pipeline.run_recipe`.
 """
@@ -51,7 +52,7 @@ ADAPTIVE_REWARDS = ("armed", "armed_adaptive_semantic")
 
 @METHODS.register("armed")
 class ARMed(Method):
-    """ARMed's adaptive semantic reward: per-step samples for Fig. 3."""
+    """ARMed's adaptive semantic reward: its thresholds checkpointed, per-step samples for Fig. 3."""
 
     name = "armed"
     paper = "ARMed (arXiv 2508.12957), Eq. 3-14"
@@ -62,6 +63,27 @@ class ARMed(Method):
     def setup(self, trainer: Any) -> None:
         self._adaptive = [fn for fn, name in zip(trainer.reward_funcs, trainer.reward_func_names)
                           if hasattr(getattr(fn, "semantic", fn), "last_adapted")]
+        #: reward name -> ARMed reward object whose thresholds this method checkpoints
+        self._stateful = {name: fn for fn, name in zip(trainer.reward_funcs, trainer.reward_func_names)
+                          if isinstance(fn, (ArmedReward, AdaptiveSemanticReward))}
+
+    def state_rewards(self) -> list:
+        return list(getattr(self, "_stateful", {}).values())
+
+    def state_dict(self) -> dict:
+        """The adaptive thresholds (ARMed Eq. 5-12 state) of each ARMed reward of the run."""
+        rewards = {name: fn.state_dict() for name, fn in getattr(self, "_stateful", {}).items()}
+        return {"rewards": rewards} if rewards else {}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore the thresholds; a reward of this run missing from ``state`` is an error
+        (restarting its thresholds from scratch would silently change the reward)."""
+        saved = state.get("rewards", {})
+        missing = sorted(set(getattr(self, "_stateful", {})) - set(saved))
+        if missing:
+            raise KeyError(f"ARMed: the checkpoint has no thresholds for reward(s) {missing}; saved: {sorted(saved)}")
+        for name, fn in self._stateful.items():
+            fn.load_state_dict(saved[name])
 
     def log(self, trainer: Any, batch: MedBatch) -> None:
         """Append this step's raw and adapted semantic rewards to ``reward_samples.jsonl``

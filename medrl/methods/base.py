@@ -19,7 +19,10 @@ points of one GRPO step, in this order (``HOOK_ORDER``):
    run's ``algorithm.advantage``: returns the (B, T) or (B,) advantages the loss receives.
 6. ``log(trainer, batch)`` - per-step metrics.
 7. ``state_dict()`` / ``load_state_dict(state)`` - saved into every checkpoint
-   (``method_state.json``) and restored on resume.
+   (``method_state.json``) and restored on resume. State that lives in a method's rewards
+   (ARMed's adaptive thresholds) travels here too: the method names those rewards in
+   ``state_rewards()`` and the trainer leaves them out of its ``reward_state.json`` (which keeps
+   only stateful rewards no method owns).
 
 Within one hook point, methods run in the order the recipe lists them. Methods are looked up by
 name (``get_method("capo")``), and so are advantage estimators (``get_advantage_fn("mrpo")``,
@@ -151,6 +154,12 @@ class Method:
         return {}
 
     def load_state_dict(self, state: dict) -> None: ...
+
+    def state_rewards(self) -> Sequence[Any]:
+        """The stateful reward functions (:class:`medrl.types.StatefulReward`) whose state this
+        method's own :meth:`state_dict` carries; the trainer does not save them again. Known
+        after :meth:`setup`."""
+        return ()
 
 
 def option_default(fn: Any, option: str) -> Any:

@@ -30,8 +30,9 @@ from typing import Any, Sequence
 from medrl.train.checkpoints import last_checkpoint, resolve_resume
 from medrl.train.recipes import Recipe, build_grpo_config, build_reward_funcs
 
-__all__ = ["RLResult", "load_training_records", "resolve_resume", "train_rl", "train_sft_stage", "finished_run",
-           "knowledge_injection", "key_steps_stage", "refine_stage", "pipeline_stages", "run_recipe"]
+__all__ = ["DEFAULT_TRAIN_DATA", "RLResult", "load_training_records", "training_source", "resolve_resume",
+           "train_rl", "train_sft_stage", "finished_run", "knowledge_injection", "key_steps_stage", "refine_stage",
+           "pipeline_stages", "run_recipe"]
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +55,39 @@ def reads_gold_reasoning(name: str) -> bool:
                                                                          False))
 
 
-def load_training_records(recipe: Recipe, data: str, data_dir: str | None = None, limit: int | None = None,
-                          report: dict | None = None):
+#: training data when neither ``--data`` nor a present source of the recipe's ``data.prefer`` names one
+DEFAULT_TRAIN_DATA = "vqa_rad"
+
+
+def training_source(recipe: Recipe, data: str | None = None, data_dir: str | None = None) -> str:
+    """The source a run trains on: ``data`` when given (``--data``); else the first of the
+    recipe's ``data.prefer`` present in the data folders
+    (:func:`medrl.data.registry.first_present`; MediX-R1 prefers its own training data,
+    ``medix_rl:train``), else :data:`DEFAULT_TRAIN_DATA`. Without ``data`` the choice and its
+    reason are printed."""
+    if data:
+        return data
+    from medrl.data.registry import first_present
+
+    prefer = list(recipe.data.get("prefer") or [])
+    chosen = first_present(prefer, data_dir) if prefer else None
+    if chosen:
+        why = f"the first present of the recipe's data.prefer {prefer}"
+    else:
+        chosen = DEFAULT_TRAIN_DATA
+        why = ("medrl's default; none of the recipe's data.prefer " f"{prefer} is in the data folders"
+               if prefer else "medrl's default")
+    print(f"training data: {chosen} ({why}; --data chooses another)")
+    log.info("training data: %s (%s)", chosen, why)
+    return chosen
+
+
+def load_training_records(recipe: Recipe, data: str | None = None, data_dir: str | None = None,
+                          limit: int | None = None, report: dict | None = None):
     """Records for a recipe: ``data`` is a source (``vqa_rad``, ``vqa_rad:train``, ``jsonl:...``)
-    or several datasets joined with ``+`` (``vqa_rad+slake+pathvqa``, loaded in that order).
+    or several datasets joined with ``+`` (``vqa_rad+slake+pathvqa``, loaded in that order);
+    ``None`` (no ``--data``): the recipe's preferred source when present, else the default
+    (:func:`training_source`). The source used is ``report["data_source"]``.
 
     Recipe ``data`` keys: ``split``, ``open_only``, ``limit``, ``rationales`` (a MedThink file, or
     a list of them - R-RAD, R-SLAKE, R-Path - joined as gold reasoning, :mod:`medrl.data.medthink`) and ``require_gold_reasoning`` (MRPO
@@ -71,6 +101,7 @@ def load_training_records(recipe: Recipe, data: str, data_dir: str | None = None
 
     d = recipe.data
     report = report if report is not None else {}
+    data = report["data_source"] = training_source(recipe, data, data_dir)
     limit = limit if limit is not None else d.get("limit")
     require = bool(d.get("require_gold_reasoning", False))
     # "vqa_rad+slake+pathvqa": the union of several datasets (ARMed trains on these three)

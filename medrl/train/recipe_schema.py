@@ -70,6 +70,22 @@ class DataSection(_Section):
     # image pixel cap for training/eval images (ARMed: 401,408; MediX-R1: 262,144..4,194,304)
     max_pixels: PositiveInt | None = None
     min_pixels: PositiveInt | None = None
+    # named sources (``name[:split]``) to train on when ``--data`` is not given: the first one
+    # present in the data folders wins (the paper's own training data, e.g. MediX-R1's
+    # medix_rl:train), else medrl's default (medrl.train.pipeline.training_source)
+    prefer: list[str] = Field(default_factory=list)
+
+    @field_validator("prefer")
+    @classmethod
+    def _named_sources(cls, specs: list[str]) -> list[str]:
+        from medrl.data.registry import SOURCES, parse_source
+
+        for spec in specs:
+            name = parse_source(spec)[0]
+            if name not in SOURCES:
+                raise ValueError(f"{spec!r} is not a named data source{did_you_mean(name, SOURCES)} "
+                                 "(`medrl data sources` lists them; jsonl:/hf: paths go to --data)")
+        return specs
 
 
 class LogRewards(_Section):

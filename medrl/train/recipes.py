@@ -7,7 +7,9 @@ A recipe file (``medrl/recipes/<name>.yaml``) has these sections, each optional 
 ``data``
     ``prompt_style`` (see :func:`medrl.data.to_hf_dataset`), ``open_only``, ``split``,
     ``limit`` (first N records; the CPU profile sets it), ``rationales`` (MedThink file),
-    ``require_gold_reasoning`` and ``refine`` (see :func:`medrl.train.pipeline.load_training_records`).
+    ``require_gold_reasoning`` and ``refine`` (see :func:`medrl.train.pipeline.load_training_records`),
+    ``prefer`` (named sources to train on when no ``--data`` is given, the first present wins:
+    :func:`medrl.train.pipeline.training_source`).
 ``rewards``
     list of ``{name, weight, options}``; ``name`` is a factory in :data:`medrl.rewards.REWARDS`,
     or your own reward function by import path (``mypkg.rewards:fn`` / ``path.py:fn``, TRL's

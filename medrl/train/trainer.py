@@ -17,9 +17,10 @@ of one GRPO step (:data:`medrl.methods.HOOK_ORDER`); data passes between them in
   have them copied into the batch here.
 - ``token_advantages``: the advantage estimator named by ``algorithm.advantage`` - TRL's own for
   ``grpo``, else the active method that provides it (MRPO).
-- checkpoints: stateful rewards (:class:`medrl.types.StatefulReward`, e.g. ARMed's thresholds)
-  are frozen during evaluation, saved in ``reward_state.json`` and restored on resume; each
-  method's ``state_dict`` goes to ``method_state.json``.
+- checkpoints: each method's ``state_dict`` goes to ``method_state.json`` and back through
+  ``load_state_dict`` on resume (ARMed's adaptive thresholds travel this way). Stateful rewards
+  (:class:`medrl.types.StatefulReward`) are frozen during evaluation; those no method carries
+  (``Method.state_rewards``), e.g. a custom reward, are saved in ``reward_state.json``.
 - per-step logs beyond TRL's (``{answer,process}_reward``, ``ffp/*``, ``judge/*``,
   ``unscorable_frac``, ``correctness/correct_frac``), the hacking monitor, credit evidence.
 """
@@ -116,6 +117,9 @@ class MedGRPOTrainer(GRPOTrainer):
             raise ValueError("algorithm.correctness = 'judge' needs a judge (MedGRPOTrainer(judge=...))")
         for m in self.methods:  # hook 1: setup (checks; refuses what cannot work)
             m.setup(self)
+        # stateful rewards no method checkpoints itself: the trainer's reward_state.json
+        owned = {id(fn) for m in self.methods for fn in m.state_rewards()}
+        self._reward_state = {k: fn for k, fn in self._stateful.items() if id(fn) not in owned}
         self._batch: MedBatch | None = None
         self._last_rewards = None
         self._last_unscorable: torch.Tensor | None = None  # (N_total,) bool, gathered
@@ -334,13 +338,30 @@ class MedGRPOTrainer(GRPOTrainer):
         if not self.args.should_save:
             return
         folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
-        if self._stateful:
-            callbacks.save_reward_state(folder, self._stateful.values())
+        if self._reward_state:
+            callbacks.save_reward_state(folder, self._reward_state.values())
         states = {m.name: m.state_dict() for m in self.methods}
         states = {k: v for k, v in states.items() if v}
         if states:
             with open(os.path.join(folder, METHOD_STATE_FILE), "w") as fh:
                 json.dump(states, fh)
+
+    def _init_training_state(self, max_steps, num_update_steps_per_epoch, num_train_epochs, resume_from_checkpoint,
+                             trial):
+        """Resuming from a checkpoint that already reached ``max_steps`` trains no further step.
+
+        transformers' ``Trainer`` (5.x) skips the checkpoint's batches of the current epoch and
+        then runs the rest of that epoch's loop, checking ``max_steps`` only after a step: a run
+        resumed at ``max_steps`` partway through an epoch ran one step more (and wrote
+        ``checkpoint-<max_steps + 1>``). Starting past the last epoch leaves nothing to run; the
+        checkpoint's weights and state are still loaded and the run finishes as usual."""
+        epochs, steps = super()._init_training_state(max_steps, num_update_steps_per_epoch, num_train_epochs,
+                                                     resume_from_checkpoint, trial)
+        if resume_from_checkpoint is not None and 0 < max_steps <= self.state.global_step:
+            log.info("checkpoint %s is at step %d of %d: nothing left to train", resume_from_checkpoint,
+                     self.state.global_step, max_steps)
+            return num_train_epochs, 0
+        return epochs, steps
 
     def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
         super()._load_from_checkpoint(resume_from_checkpoint, model)
@@ -350,22 +371,29 @@ class MedGRPOTrainer(GRPOTrainer):
         super()._load_optimizer_and_scheduler(checkpoint)
         if checkpoint is None:
             return
-        if self._stateful:
-            restored = callbacks.load_reward_state(checkpoint, self._stateful.values())
+        if self._reward_state:
+            restored = callbacks.load_reward_state(checkpoint, self._reward_state.values())
             if restored:
                 log.info("restored reward state %s from %s", restored, checkpoint)
-        self._load_method_state(checkpoint)
+        restored = self._load_method_state(checkpoint)
+        if restored:
+            log.info("restored method state %s from %s", restored, checkpoint)
 
     def _load_method_state(self, checkpoint: str) -> list[str]:
-        """Hand each method its state from ``checkpoint/method_state.json``; returns their names."""
+        """Hand each method its state from ``checkpoint/method_state.json``; returns their names.
+
+        A checkpoint written before methods carried their rewards' state has those rewards in
+        ``reward_state.json`` only: they are read from there (never written there again)."""
         path = os.path.join(checkpoint, METHOD_STATE_FILE)
-        if not os.path.isfile(path):
-            return []
-        with open(path) as fh:
-            states = json.load(fh)
+        states = {}
+        if os.path.isfile(path):
+            with open(path) as fh:
+                states = json.load(fh)
         restored = []
         for m in self.methods:
             if m.name in states:
                 m.load_state_dict(states[m.name])
+                restored.append(m.name)
+            elif m.state_rewards() and callbacks.load_reward_state(checkpoint, m.state_rewards()):
                 restored.append(m.name)
         return restored
