@@ -10,7 +10,7 @@ import pytest
 
 # Tests live in per-package folders (tests/<package>/test_<module>.py) and run under
 # --import-mode=importlib; the shared helpers here (synthetic.py, fake_openai.py) stay importable.
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.append(str(Path(__file__).resolve().parent))
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

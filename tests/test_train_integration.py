@@ -437,3 +437,25 @@ def test_multi_stage_pipeline_runs_every_stage_and_resumes(name, tiny, records, 
     model, _ = load_policy(final)
     assert model is not None
     assert run_recipe(recipe, tiny, records, tmp_path, judge=judge, resume=True) == final
+
+
+def test_train_rl_keeps_the_best_checkpoint_by_a_held_out_probe(tiny, records, judge, tmp_path):
+    """``grpo.metric_for_best_model`` with held-out probe records: every save is scored and the best
+    checkpoint's weights land in ``best/`` beside ``final/`` (MediX-R1 Table 4 compares the two)."""
+    from medrl.train.best_checkpoint import BEST_DIR, BEST_FILE
+    from medrl.train.pipeline import train_rl
+
+    recipe = load_recipe("grpo", profile="cpu", overrides=[
+        f"grpo.max_completion_length={MAX_LEN}", "grpo.save_steps=1", "grpo.save_total_limit=2",
+        "grpo.metric_for_best_model=monitor/probe_accuracy"])
+    out = tmp_path / "run"
+    res = train_rl(recipe, tiny, records, out, judge=judge, train=False, probe_records=records[:2],
+                   grpo_overrides={"report_to": "none"})
+    tr = with_teacher(res.trainer, records, "think_answer")
+    tr.train()
+    info = json.loads((out / BEST_FILE).read_text())
+    assert info["metric"] == "monitor/probe_accuracy"
+    assert [c["step"] for c in info["candidates"]] == [1, 2]  # every save was scored
+    assert info["best"]["step"] in (1, 2)
+    assert (out / BEST_DIR / "config.json").is_file()
+    assert not (out / BEST_DIR / "optimizer.pt").exists()

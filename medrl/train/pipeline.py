@@ -164,12 +164,16 @@ def train_rl(
     lora: Any = None,
     trainer_cls: Any = None,
     train: bool = True,
+    probe_records: Sequence | None = None,
 ) -> RLResult:
     """Train one RL stage of ``recipe`` on ``records`` starting from the model folder ``model``.
 
     ``resume``: True (last checkpoint in ``output_dir``) or a checkpoint path. ``callbacks`` are
     extra ``TrainerCallback`` objects. ``train=False`` builds the trainer without training
     (benchmarks, tests). The final model and processor are saved to ``output_dir/final``.
+    ``probe_records``: held-out records scored at each save when ``grpo.metric_for_best_model`` is
+    set; the best checkpoint is kept and copied to ``output_dir/best``
+    (:mod:`medrl.train.best_checkpoint`, MediX-R1 Table 4).
     """
     import medrl.models  # noqa: F401  (registers the image-only processors TRL may reload)
     from medrl.data import to_hf_dataset
@@ -199,6 +203,9 @@ def train_rl(
         model=policy, processing_class=processor, reward_funcs=funcs, args=args, train_dataset=dataset,
         callbacks=[JsonlMetricsCallback(out / "metrics.jsonl"), *callbacks], **kwargs,
     )
+    from medrl.train.best_checkpoint import attach_best_checkpoint
+
+    attach_best_checkpoint(trainer, probe_records=probe_records)  # a no-op unless grpo.metric_for_best_model
     final = out / "final"
     if train:
         trainer.train(resume_from_checkpoint=resolve_resume(resume, out))
@@ -389,14 +396,16 @@ def run_recipe(
     resume: bool | str | None = None,
     callbacks: Sequence[Any] = (),
     lora: Any = None,
+    probe_records: Sequence | None = None,
 ) -> Path:
-    """Run a whole recipe in ``run_dir``; returns the final model folder."""
+    """Run a whole recipe in ``run_dir``; returns the final model folder. ``probe_records``:
+    held-out records for the best-checkpoint score (see :func:`train_rl`)."""
     run = Path(run_dir)
     stages = pipeline_stages(recipe)
     if not stages:
         if recipe.rewards:
             return train_rl(recipe, model, records, run, judge=judge, resume=resume, callbacks=callbacks,
-                            lora=lora).final_dir
+                            lora=lora, probe_records=probe_records).final_dir
         return train_sft_stage(recipe, model, records, run, resume=resume)
 
     current = Path(model)
@@ -423,7 +432,7 @@ def run_recipe(
             records = key_steps_stage(records, judge, folder, **dict(stage.get("options") or {}))
         elif kind == "rl":
             current = train_rl(recipe, current, records, folder, judge=judge, resume=bool(resume) and "last",
-                               callbacks=callbacks, lora=lora).final_dir
+                               callbacks=callbacks, lora=lora, probe_records=probe_records).final_dir
         elif kind == "knowledge_injection":
             opts = dict(stage.get("options") or {})
             opts.setdefault("prompt_style", recipe.data.get("prompt_style", "think_answer"))
