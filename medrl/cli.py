@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "analyze": "analyze",
     "judge-bench": "judge_bench",
     "audit-rewards": "audit_rewards",
+    "bench": "bench",
 }
 
 EPILOG = """\
@@ -113,7 +114,9 @@ def run_command(args, name: str) -> int:
         if known is None or os.environ.get("MEDRL_TRACEBACK"):
             raise
         code, message = known
-        print(f"medrl {name}: {message}", file=sys.stderr)
+        from medrl.exit_codes import command_hint
+
+        print(f"medrl {name}: {command_hint(message, name)}", file=sys.stderr)  # hints name only its options
         return int(code)
 
 

@@ -20,7 +20,11 @@ class Exit(IntEnum):
     DATA = 4  # data missing or invalid (dataset folder, record, image)
     MODEL = 5  # --model is neither a model folder nor a cached hub id, or does not load
     LOCKED = 6  # another medrl process holds the run / eval folder
+    BUDGET = 7  # train: the judge budget was spent; a checkpoint was saved, no final model
+    MONITOR = 8  # train: the reward-hacking monitor stopped the run (monitor.stop_on_alert)
+    JUDGE = 9  # the judge is unusable: the circuit breaker stopped training, or the preflight probe failed
     INTERRUPTED = 130  # Ctrl-C (128 + SIGINT); finished work is kept, rerun to continue
+    TERMINATED = 143  # SIGTERM (128 + 15); train saves a checkpoint at the next step boundary first
 
 
 #: (code, meaning) rows, in the order docs/first-hour.md shows them.
@@ -33,7 +37,15 @@ TABLE = [
                 "(file and record named)"),
     (Exit.MODEL, "model error: --model is neither a model folder nor a cached hub id, or it does not load"),
     (Exit.LOCKED, "another medrl process is writing the same run/eval folder (its PID is named)"),
-    (Exit.INTERRUPTED, "interrupted (Ctrl-C); finished rows and checkpoints are kept - rerun to continue"),
+    (Exit.BUDGET, "train: the judge budget (--judge-budget) is spent; a checkpoint was saved and no final model "
+                  "written - rerun the same command with a larger budget to continue"),
+    (Exit.MONITOR, "train: the reward-hacking monitor stopped the run (monitor.stop_on_alert); a checkpoint was "
+                   "saved, no final model (medrl analyze hacking OUT)"),
+    (Exit.JUDGE, "the judge is unusable: train's judge circuit breaker stopped the run (checkpoint saved), or the "
+                 "--dry-run probe of the judge failed; the message names the judge and its last error"),
+    (Exit.INTERRUPTED, "interrupted (Ctrl-C); finished rows and checkpoints are kept - rerun to continue "
+                       "(train: a checkpoint is saved at the next step boundary first)"),
+    (Exit.TERMINATED, "terminated (SIGTERM); train saves a checkpoint at the next step boundary - rerun to continue"),
 ]
 
 
@@ -65,6 +77,34 @@ def for_error(exc: BaseException) -> tuple[int, str] | None:
         if cls is not None and isinstance(exc, cls):
             return code, _one_line(exc)
     return None
+
+
+#: Options of each command that data-error hints may name (others are cut from the hint).
+COMMAND_OPTIONS = {
+    "train": (), "audit-rewards": (), "sft": (), "demo": (),
+    "eval": ("--skip-invalid",), "data": ("--skip-invalid",),
+}
+
+_SKIP_HINTS = (" (use --skip-invalid / skip_invalid=True to skip such records)",
+               "; shorten or drop the record (--skip-invalid skips it)")
+
+
+def command_hint(message: str, command: str) -> str:
+    """``message`` without hints naming an option ``command`` does not have (``--skip-invalid``
+    outside ``eval`` and ``data``); what every command can do is said instead."""
+    if "--skip-invalid" not in message or "--skip-invalid" in COMMAND_OPTIONS.get(command, ("--skip-invalid",)):
+        return message
+    for h in _SKIP_HINTS:
+        message = message.replace(h, "")
+    message = message.replace("--skip-invalid", "dropping the record")
+    return message + f" (fix or remove the record; `medrl data inspect` shows the data; `medrl {command}` has no " \
+                     "--skip-invalid)"
+
+
+def code_for(exc: BaseException, default: int = Exit.USAGE) -> int:
+    """The table's code for a known error class (data error 4, recipe error 2, ...), else ``default``."""
+    known = for_error(exc)
+    return int(known[0]) if known is not None else int(default)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -81,6 +81,39 @@ def is_well_formed(text: str) -> bool:
     return text[a_end:].strip() == ""
 
 
+#: Longest question and answer text read, in characters (``$MEDRL_MAX_QUESTION_CHARS`` overrides).
+#: Medical VQA questions and answers are under 1,000 characters; a longer one is a broken record
+#: or a degenerate rollout. Questions are checked at load time (:mod:`medrl.data.validate`),
+#: answers when a completion is parsed (:func:`cap_answer`).
+MAX_TEXT_CHARS = 20_000
+
+
+def max_question_chars() -> int:
+    """:data:`MAX_TEXT_CHARS`, or ``$MEDRL_MAX_QUESTION_CHARS`` when set to a positive integer."""
+    import os
+
+    raw = os.environ.get("MEDRL_MAX_QUESTION_CHARS", "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else MAX_TEXT_CHARS
+
+
+def max_answer_chars() -> int:
+    """The longest answer read, in characters: the same cap as questions (:func:`max_question_chars`)."""
+    return max_question_chars()
+
+
+def cap_answer(answer: str | None) -> str | None:
+    """``answer``, or None when it is longer than :func:`max_answer_chars`.
+
+    No medical answer is longer than the longest question medrl accepts; a longer one is a
+    degenerate rollout (an echoed document, a repeated phrase). Reading it as no answer before
+    any reward sees it keeps every reward's cost bounded (an encoder or an answer check on
+    200,000 characters takes seconds per rollout) and gives it what a missing answer gets.
+    """
+    if answer is not None and len(answer) > max_answer_chars():
+        return None
+    return answer
+
+
 def parse_response(text: str) -> ParsedResponse:
     """Split a completion into modality tag, reasoning, answer and the format flag.
 
@@ -93,6 +126,8 @@ def parse_response(text: str) -> ParsedResponse:
       if there is no reasoning block (None if missing);
     - ``well_formed``: :func:`is_well_formed`.
 
+    An answer over the length cap (:func:`cap_answer`, the questions' cap) is read as no answer
+    (``answer`` None, not well formed), before any reward sees it.
     Never raises; non-string input parses as an empty, malformed response.
     """
     if not isinstance(text, str):
@@ -114,12 +149,14 @@ def parse_response(text: str) -> ParsedResponse:
     if ans is not None:
         _, a, b, _ = ans
         a_span = _stripped_span(text, a, b)
-        answer = text[a_span[0] : a_span[1]]
+        answer = cap_answer(text[a_span[0] : a_span[1]])
+        if answer is None:
+            a_span = None
     return ParsedResponse(
         modality=modality,
         reasoning=reasoning,
         answer=answer,
-        well_formed=is_well_formed(text),
+        well_formed=(a_span is not None or ans is None) and is_well_formed(text),
         reasoning_span=r_span,
         answer_span=a_span,
     )
@@ -347,13 +384,14 @@ def prediction_text(output: str) -> str:
     """The part of an output the judge may see (MediX-R1 Sec. 3: chains of thought stripped).
 
     The ``<answer>`` block if present; else the text after the last ``</think>`` (or Qwen3's
-    ``</thinking>``); else the whole output. Always stripped.
+    ``</thinking>``); else the whole output. Always stripped; "" when over the answer cap
+    (:func:`cap_answer`).
     """
     parsed = parse_response(output or "")
     if parsed.answer is not None:
         return parsed.answer.strip()
     tail = re.split(r"<\s*/\s*think(?:ing)?\s*>", output or "", flags=re.IGNORECASE)
-    return tail[-1].strip()
+    return cap_answer(tail[-1].strip()) or ""  # over the answer cap: nothing to judge
 
 
 # ---------------------------------------------------------------- token offsets of a completion

@@ -381,14 +381,17 @@ def _apply_suite(args) -> None:
 
 
 def print_protocol_summary(metrics: dict) -> None:
-    """One line per dataset and protocol with its metrics (mean, 95% CI)."""
+    """One line per dataset and protocol with its metrics (mean, 95% CI; Wilson's for shares)
+    and the rows left unscored (an accuracy over the scored rows only says nothing about them)."""
+    from medrl.eval.stats import honest_interval
+
     protos = metrics.get("protocols") or {}
     if not protos:
         for name, d in metrics["datasets"].items():
             acc = d["metrics"].get("judge_binary", {})
             hss = d["metrics"].get("hss", {})
             print(f"{name:28s} n={d['n']:4d}  accuracy={_pct(acc.get('mean'))}  HSS={_num(hss.get('mean'))}  "
-                  f"truncated={d.get('truncated', 0)}")
+                  f"unscored={acc.get('unscored', 0)}  truncated={d.get('truncated', 0)}")
         return
     for pname, p in protos.items():
         avg = p.get("average", "macro")
@@ -396,14 +399,19 @@ def print_protocol_summary(metrics: dict) -> None:
         for ds, d in list(p["datasets"].items()) + [(f"{avg}[{s}]", {"metrics": m, "counted": ""})
                                                       for s, m in heads.items() if len(p["datasets"]) > 1]:
             cells = []
+            unscored = 0
             for m in p["metrics"]:
                 c = d["metrics"].get(m["key"])
                 if c and c.get("mean") is not None:
                     f = _pct if m["pct"] else _num
+                    c = honest_interval(c) if m["pct"] else c
                     cells.append(f"{m['key']}={f(c['mean'])} [{f(c['low'])}, {f(c['high'])}]")
+                if c:
+                    unscored = max(unscored, int(c.get("unscored") or 0))
+            unscored = max(unscored, int(d.get("unscored") or 0))
             n = f"n={d['counted']}" if d["counted"] != "" else ""
             cut = f"  truncated={d['truncated']}" if d.get("truncated") else ""
-            print(f"{'[' + pname + ']':10s} {ds:26s} {n:6s} {'  '.join(cells) or '-'}{cut}")
+            print(f"{'[' + pname + ']':10s} {ds:26s} {n:6s} {'  '.join(cells) or '-'}  unscored={unscored}{cut}")
 
 
 def _pct(v) -> str:

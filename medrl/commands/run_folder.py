@@ -19,13 +19,33 @@ def add_data_root_arg(p) -> None:
 
 def run_in_folder(args, command: str, work: Callable[[], int]) -> int:
     """``work()`` under the folder lock (unless ``--dry-run`` or no ``--out``) and the data-root
-    setting; returns its exit code."""
-    from medrl.data.images import allow_outside_data_root
-    from medrl.runlock import run_lock
+    setting; returns its exit code. When ``work`` fails (an error or a non-zero code), the lock
+    files this call created are removed (and the folder, when this call created it and it is
+    empty): a failed start leaves the folder as it was."""
+    from pathlib import Path
 
-    with contextlib.ExitStack() as stack:
-        if getattr(args, "out", None) and not getattr(args, "dry_run", False):
-            stack.enter_context(run_lock(args.out, command))
-        if getattr(args, "allow_outside_data_root", False):
-            stack.enter_context(allow_outside_data_root())
-        return work()
+    from medrl.data.images import allow_outside_data_root
+    from medrl.runlock import HOLDER_NAME, LOCK_NAME, run_lock
+
+    out = Path(args.out) if getattr(args, "out", None) else None
+    locking = out is not None and not getattr(args, "dry_run", False)
+    existed = out is not None and out.exists()
+    lock_existed = out is not None and (out / LOCK_NAME).exists()
+    ok = False
+    try:
+        with contextlib.ExitStack() as stack:
+            if locking:
+                stack.enter_context(run_lock(args.out, command))
+            if getattr(args, "allow_outside_data_root", False):
+                stack.enter_context(allow_outside_data_root())
+            code = work()
+            ok = not (isinstance(code, int) and not isinstance(code, bool) and code != 0)
+            return code
+    finally:
+        if locking and not ok and not lock_existed and out.is_dir():
+            for name in (LOCK_NAME, HOLDER_NAME):
+                with contextlib.suppress(OSError):
+                    (out / name).unlink()
+            if not existed and not any(out.iterdir()):
+                with contextlib.suppress(OSError):
+                    out.rmdir()

@@ -49,6 +49,12 @@ def add_arguments(p) -> None:
                    help="largest request body in MB; bigger requests get 413 (default 4)")
     p.add_argument("--max-pending", type=int, default=256,
                    help="requests accepted at once; more get 503 with Retry-After (default 256)")
+    from medrl.judges.server import BODY_TIMEOUT, MAX_PER_CLIENT
+
+    p.add_argument("--body-timeout", type=float, default=BODY_TIMEOUT, metavar="SECONDS",
+                   help=f"seconds a client may take to send its request body; slower gets 408 (default {BODY_TIMEOUT:g})")
+    p.add_argument("--max-per-client", type=int, default=MAX_PER_CLIENT, metavar="N",
+                   help=f"requests one client address may have open at once; more get 429 (default {MAX_PER_CLIENT})")
     p.add_argument("--api-key-env", default=None, metavar="NAME",
                    help="require 'Authorization: Bearer <key>' with the key read from environment variable NAME")
     p.add_argument("--docs", action="store_true", help="serve the interactive API docs at /docs (off by default)")
@@ -73,13 +79,17 @@ def run(args) -> int:
     if args.max_body_mb <= 0:
         print("medrl serve-judge: --max-body-mb must be positive", file=sys.stderr)
         return 2
+    if not args.body_timeout > 0 or args.max_per_client < 1:
+        print("medrl serve-judge: --body-timeout must be positive and --max-per-client at least 1", file=sys.stderr)
+        return 2
     if args.backend == "reference":
         backend = ReferenceBackend(use_embeddings=not args.no_embeddings)
     else:
         backend = LMBackend(args.model, max_new_tokens=args.max_new_tokens)
     app = create_app(backend, model_name=args.served_name, latency=max(0.0, args.latency_ms) / 1000.0,
                      workers=args.workers, max_body_bytes=int(args.max_body_mb * 1024 * 1024),
-                     max_pending=args.max_pending, api_key=api_key, docs=args.docs)
+                     max_pending=args.max_pending, api_key=api_key, docs=args.docs,
+                     body_timeout=args.body_timeout, max_per_client=args.max_per_client)
     name = args.served_name or backend.name
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)

@@ -7,9 +7,17 @@ HELP = "RL post-training with a recipe (grpo, gdpo, dapo, gspo, mrpo, armed, cap
 DESCRIPTION = """\
 Train a vision-language policy with one of the recipes in medrl/recipes (or your own YAML).
 
+The run folder (--out) is a ledger. Rerunning the same command on it resumes from its newest
+intact checkpoint ("resuming from checkpoint-N"), cutting every log back to that step; other
+settings are refused with the list of differences (--overwrite starts afresh; a larger
+--max-steps continues). Ctrl-C or SIGTERM saves a checkpoint at the next step boundary. A stop
+by the judge budget, the hacking monitor or the judge circuit breaker saves a checkpoint and
+exits with its own code, without a final model (docs/first-hour.md: exit codes, resume rules).
+
 The run folder (--out) gets:
   config.yaml              the fully resolved recipe (profile and --set overrides applied)
-  checkpoint-N/            TRL/transformers checkpoints (+ reward_state.json for ARMed)
+  checkpoint-N/            TRL/transformers checkpoints (+ reward_state.json for ARMed, medrl_ledger.json:
+                           log lengths, judge cost, monitor and judge-breaker state at that step)
   runs/                    TensorBoard logs  (tensorboard --logdir OUT)
   metrics.jsonl            the same metrics as JSON lines
   monitor_summary.json     reward-hacking monitor signals; hacking.jsonl: its alerts with examples
@@ -22,7 +30,7 @@ Examples:
   medrl train --recipe mrpo --model Qwen/Qwen2.5-VL-3B-Instruct --data vqa_rad --judge reference --out runs/mrpo
   medrl train --recipe mrpo --model runs/warmup ...                  # after an optional SFT warm-up
   medrl train --recipe mrpo --model tiny --data vqa_rad --profile cpu --out runs/try
-  medrl train --recipe mrpo ... --out runs/mrpo --resume            # continue from the last checkpoint
+  medrl train --recipe mrpo ... --out runs/mrpo                     # rerun: resumes from the last checkpoint
   medrl train --recipe gdpo ... --set grpo.learning_rate=2e-6 --set algorithm.mrpo.tau=0.5
   medrl train --recipe mrpo ... --set algorithm.mrpo.shaping=linear  # MRPO App. D.2 ablation
   medrl train --recipe armed --dry-run                               # rewards, batch, GRPOConfig, encoders; no training
@@ -95,9 +103,21 @@ def add_arguments(p) -> None:
     p.add_argument("--num-processes", type=int, default=None, metavar="N",
                    help="preview the recipe's batch for N processes (--dry-run; default: WORLD_SIZE, else 1)")
     p.add_argument("--dry-run", action="store_true",
-                   help="check the recipe, print the reward table, the per-process batch for 1, 2 and 8 processes, "
-                   "the resolved trl.GRPOConfig and the encoders with any offline substitution (and write "
-                   "config.yaml when --out is given), then stop")
+                   help="preflight: check the recipe and its values, resolve custom rewards, load the data with "
+                   "every filter (data.require_gold_reasoning included), probe the judge once (not from the cache); "
+                   "print the reward table, the per-process batch for 1, 2 and 8 processes, the resolved "
+                   "trl.GRPOConfig, the encoders and the judge estimate; write config.yaml when --out is given and "
+                   "every check passed, then stop. Exit codes are training's (docs/first-hour.md)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="start afresh in an --out that holds a run (its checkpoints, logs and final model are "
+                   "deleted); without it, the same settings resume and different settings are refused")
+    from medrl.train.callbacks import BREAKER_SHARE, BREAKER_STEPS
+
+    p.add_argument("--judge-max-unscored", type=float, default=BREAKER_SHARE, metavar="SHARE",
+                   help="judge circuit breaker: save and stop when more than this share of a step's rollouts is "
+                   f"unscorable for --judge-max-unscored-steps steps in a row (default {BREAKER_SHARE}; 1 = off)")
+    p.add_argument("--judge-max-unscored-steps", type=int, default=BREAKER_STEPS, metavar="K",
+                   help=f"consecutive steps for the judge circuit breaker (default {BREAKER_STEPS})")
 
 
 def describe_encoders(recipe) -> list[str]:
@@ -172,20 +192,93 @@ def _show(v) -> str:
 
 def run(args) -> int:
     """One writer per run folder, ``--allow-outside-data-root`` for the whole run
-    (:func:`medrl.commands.run_folder.run_in_folder`)."""
+    (:func:`medrl.commands.run_folder.run_in_folder`); a failed start leaves the folder as it was."""
     from medrl.commands.run_folder import run_in_folder
 
     return run_in_folder(args, "medrl train", lambda: _run(args))
 
 
-def _run(args) -> int:
+#: recipe keys that may change between a run and its continuation (a larger max_steps trains further)
+RESUMABLE_CHANGES = ("recipe.grpo.max_steps", "recipe.sft.max_steps")
+
+
+def _flat(d, prefix: str = "") -> dict:
+    out = {}
+    if isinstance(d, dict):
+        for k, v in d.items():
+            out.update(_flat(v, f"{prefix}.{k}" if prefix else str(k)))
+    else:
+        out[prefix] = d
+    return out
+
+
+def config_differences(saved: dict, now: dict, ignore=RESUMABLE_CHANGES) -> list[str]:
+    """``key: saved -> now`` for every resolved setting that differs (dotted keys, sorted);
+    the keys in ``ignore`` (max_steps) may change between a run and its continuation."""
     import json
+
+    def prune(cfg: dict) -> dict:
+        cfg = json.loads(json.dumps(cfg or {}, default=str))
+        rec = cfg.get("recipe") if isinstance(cfg.get("recipe"), dict) else {}
+        if isinstance(rec.get("overrides"), list):  # --max-steps N is kept in the overrides as well
+            rec["overrides"] = [o for o in rec["overrides"]
+                                if not any(str(o).startswith(k.split(".", 1)[1] + "=") for k in ignore)]
+        return cfg
+
+    def show(v) -> str:
+        text = repr(v)
+        return text if len(text) <= 70 else text[:67] + "..."
+
+    a, b = _flat(prune(saved)), _flat(prune(now))
+    return [f"{k}: {show(a.get(k, '(unset)'))} -> {show(b.get(k, '(unset)'))}" for k in sorted(set(a) | set(b))
+            if k not in ignore and a.get(k) != b.get(k)]
+
+
+def resolve_recipe_name(name: str) -> str:
+    """A shipped recipe name in any case (``MRPO`` -> ``mrpo``); a path or an exact name as given.
+    An unknown name raises :class:`~medrl.train.recipes.RecipeError` with "did you mean"."""
+    from pathlib import Path
+
+    from medrl.train.recipe_schema import did_you_mean
+    from medrl.train.recipes import RecipeError, list_recipes
+
+    p = Path(name)
+    if p.suffix in (".yaml", ".yml") or p.exists() or "/" in name or "\\" in name:
+        return name
+    known = list_recipes()
+    if name in known:
+        return name
+    lower = {k.lower(): k for k in known}
+    if name.lower() in lower:
+        return lower[name.lower()]
+    raise RecipeError(f"unknown recipe {name!r}{did_you_mean(name.lower(), known)}; shipped recipes: "
+                      f"{', '.join(known)} (or give a path to a YAML file)")
+
+
+def _has_run(out) -> bool:
+    """Whether ``out`` holds training output (a checkpoint, a log, a final model, stage folders)."""
+    return out.is_dir() and (any(out.glob("checkpoint-*")) or any((out / n).exists() for n in (
+        "metrics.jsonl", "final", "stages", "judge_cost.json", "monitor_summary.json")))
+
+
+def _clear_run(out) -> None:
+    """``--overwrite``: delete what a previous run wrote (the lock files stay)."""
+    import shutil
+
+    from medrl.runlock import HOLDER_NAME, LOCK_NAME
+
+    for p in out.iterdir():
+        if p.name in (LOCK_NAME, HOLDER_NAME):
+            continue
+        shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+
+
+def _run(args) -> int:
     import logging
     import sys
     from pathlib import Path
 
-    import yaml
-
+    from medrl.exit_codes import Exit
     from medrl.train.recipes import RecipeError, load_recipe
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -194,122 +287,372 @@ def _run(args) -> int:
         overrides.append(f"grpo.max_steps={args.max_steps}")
         overrides.append(f"sft.max_steps={args.max_steps}")
     try:
-        recipe = load_recipe(args.recipe, profile=args.profile, overrides=overrides,
+        recipe = load_recipe(resolve_recipe_name(args.recipe), profile=args.profile, overrides=overrides,
                              num_processes=getattr(args, "num_processes", None),
                              rewards=getattr(args, "rewards", []))
     except RecipeError as exc:
         print(f"medrl train: {exc}", file=sys.stderr)
-        return 2
+        return int(Exit.USAGE)
     if not args.dry_run and (not args.model or not args.out):
         print("medrl train: --model and --out are required (unless --dry-run)", file=sys.stderr)
-        return 2
+        return int(Exit.USAGE)
     from medrl.judges.cost import parse_budget
 
     try:  # judge cost accounting (medrl.judges.cost): refuse a malformed budget before any work
         parse_budget(getattr(args, "judge_budget", None))
+        _breaker_settings(args)
     except ValueError as exc:
         print(f"medrl train: {exc}", file=sys.stderr)
-        return 2
-    if args.dry_run:
-        from medrl.train.batching import describe as describe_batch
-
-        print("\n".join(describe_rewards(recipe)))
-        print("\n".join(describe_batch(recipe, (1, 2, 8))))
-        if recipe.rewards:
-            try:
-                print("\n".join(describe_grpo_config(recipe, args.out)))
-            except RecipeError as exc:
-                print(f"medrl train: {exc}", file=sys.stderr)
-                return 2
-        from medrl.train.recipes import recipe_uses_judge
-
-        if recipe.rewards and recipe_uses_judge(recipe):  # judge requests, tokens, cost (medrl.judges.cost)
-            from medrl.data import DataError
-            from medrl.judges.cost import describe_estimate, estimate_judge_cost
-            from medrl.train.pipeline import load_training_records
-
-            try:
-                recs = load_training_records(recipe, args.data, data_dir=args.data_dir, limit=args.limit)
-                est = estimate_judge_cost(recipe, recs, num_processes=getattr(args, "num_processes", None) or 1)
-                print("\n".join(describe_estimate(est)))
-            except (DataError, ValueError) as exc:
-                print(f"judge estimate: skipped ({exc})")
-    if args.resume and args.out and not args.dry_run:
-        from medrl.train.pipeline import finished_run
-
-        done = finished_run(recipe, args.out)
-        if done is not None:
-            print(f"medrl train: {args.out} is finished (final model: {done}); nothing to resume. Use a new --out, "
-                  "or a larger --max-steps to train further from its last checkpoint.")
-            return 0
+        return int(Exit.USAGE)
     resolved = {"recipe": recipe.to_dict(), "run": {
         "model": args.model, "data": args.data, "data_dir": args.data_dir, "judge": args.judge,
         "judge_base_url": args.judge_base_url, "judge_images": bool(getattr(args, "judge_images", False)),
         "limit": args.limit, "lora": args.lora}}
-    if args.out is None:  # --dry-run without a run folder: print only
-        print("\n".join(describe_encoders(recipe)))
-        return 0
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    cfg_path = out / "config.yaml"
-    if args.resume and cfg_path.is_file():
-        before = yaml.safe_load(cfg_path.read_text())
-        if before != json.loads(json.dumps(resolved)):
-            logging.getLogger("medrl.train").warning(
-                "%s differs from this invocation; resuming with the new settings", cfg_path)
-    cfg_path.write_text(yaml.safe_dump(resolved, sort_keys=False))
-    print(f"resolved config -> {cfg_path}")
-    print("\n".join(describe_encoders(recipe)))
     if args.dry_run:
-        return 0
+        return preflight(args, recipe, resolved)
+    out = Path(args.out)
+    if args.resume and out.is_dir():
+        from medrl.train.pipeline import finished_run
 
-    from medrl.train.pipeline import load_training_records, pipeline_stages, run_recipe
+        done = finished_run(recipe, out)
+        if done is not None:
+            print(f"medrl train: {args.out} is finished (final model: {done}); nothing to resume. Use a new --out, "
+                  "or a larger --max-steps to train further from its last checkpoint.")
+            return int(Exit.OK)
+    decision = _ledger(args, recipe, resolved, out)
+    if isinstance(decision, int):
+        return decision
+    resume = decision
+    return _train(args, recipe, resolved, out, resume)
+
+
+def _ledger(args, recipe, resolved: dict, out):
+    """What to do with the run folder: an exit code (refused, or already finished), or the
+    ``resume`` argument for training (a checkpoint path, True for multi-stage recipes, None)."""
+    import json
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    from medrl.exit_codes import Exit
+
+    cfg_path = out / "config.yaml"
+    if args.overwrite and _has_run(out):
+        print(f"medrl train: --overwrite: deleting the run in {out} and starting afresh")
+        _clear_run(out)
+        return None
+    if cfg_path.is_file() and _has_run(out):
+        saved = yaml.safe_load(cfg_path.read_text()) or {}
+        diffs = config_differences(saved, json.loads(json.dumps(resolved)))
+        if diffs:
+            print(f"medrl train: {out} holds a run with other settings; refusing to mix them (its checkpoints, "
+                  "config.yaml and logs would describe two runs):\n  " + "\n  ".join(diffs)
+                  + "\nRerun with the saved settings to continue it, use another --out, or pass --overwrite to "
+                  "start afresh here.", file=sys.stderr)
+            return int(Exit.USAGE)
+        from medrl.train.pipeline import finished_run
+
+        done = finished_run(recipe, out)
+        if done is not None:
+            print(f"medrl train: {out} is finished with these settings (final model: {done}); nothing to do. Use "
+                  "a new --out, a larger --max-steps to train further, or --overwrite to train again.")
+            return int(Exit.OK)
+    elif _has_run(out) and not args.resume:
+        print(f"medrl train: {out} holds training output but no config.yaml, so its settings are unknown; pass "
+              "--resume to continue it anyway, --overwrite to start afresh, or use another --out.", file=sys.stderr)
+        return int(Exit.USAGE)
+    if isinstance(args.resume, str):
+        return args.resume
+    from medrl.train.checkpoints import intact_checkpoint
+    from medrl.train.pipeline import pipeline_stages
+
+    if pipeline_stages(recipe):
+        return True if _has_run(out) else None  # every stage resumes its own newest intact checkpoint
+    ckpt = intact_checkpoint(out)
+    if ckpt is not None:
+        print(f"medrl train: resuming from {Path(ckpt).name} in {out}")
+    elif _has_run(out):
+        print(f"medrl train: {out} has no intact checkpoint yet; starting from step 0 (its logs are reset)")
+    return ckpt
+
+
+def _breaker_settings(args) -> tuple[float, int]:
+    """``(--judge-max-unscored, --judge-max-unscored-steps)``, checked (ValueError naming the option)."""
+    from medrl.train.callbacks import BREAKER_SHARE, BREAKER_STEPS
+
+    share = getattr(args, "judge_max_unscored", None)
+    steps = getattr(args, "judge_max_unscored_steps", None)
+    share = float(BREAKER_SHARE if share is None else share)
+    steps = int(BREAKER_STEPS if steps is None else steps)
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"--judge-max-unscored {share}: expected a share between 0 and 1 (1 = breaker off)")
+    if steps < 1:
+        raise ValueError(f"--judge-max-unscored-steps {steps}: expected at least 1")
+    return share, steps
+
+
+def _build_judge(args, recipe, *, probe: bool = False):
+    """The run's judge (or None when no reward and no stage asks one), with images, limits, price
+    and budget; raises ValueError/RuntimeError with a message for the user. ``probe``: for the
+    preflight, with an in-memory cache (its request must reach the endpoint)."""
+    from medrl.train.pipeline import pipeline_stages
     from medrl.train.recipes import recipe_uses_judge
 
+    # judged stages: VQA refinement, key-step extraction, the correctness check of ARMed's
+    # knowledge-injection chains of thought
+    judged_stages = {"refine", "key_steps", "knowledge_injection"}
+    if not (recipe_uses_judge(recipe) or any(st["kind"] in judged_stages for st in pipeline_stages(recipe))):
+        return None, False, None
+    from medrl.judges import build_judge
+    from medrl.judges.base import require_image_support
+    from medrl.judges.factory import resolve_images
+
+    # judge images: --judge-images, else the recipe's judge.images (true | false | auto)
+    setting = True if getattr(args, "judge_images", False) else (recipe.judge or {}).get("images", False)
+    side = getattr(args, "judge_image_size", None) or (recipe.judge or {}).get("image_max_side", 768)
+    images = resolve_images(args.judge, setting)
+    limits = {k: v for k, v in (("timeout", getattr(args, "judge_timeout", None)),
+                                ("retry_budget", getattr(args, "judge_retry_budget", None)))
+              if v is not None and str(args.judge).startswith("openai")}
+    judge = build_judge(args.judge, base_url=args.judge_base_url,
+                        cache_path=":memory:" if probe else args.judge_cache,
+                        images=images, image_max_side=side, **limits)
+    if images:
+        require_image_support(judge)  # fails here, not on every request
+    from medrl.judges.cost import configure_judge_cost
+
+    configure_judge_cost(judge, recipe.judge, getattr(args, "judge_budget", None))
+    return judge, images, side
+
+
+def _data_error(exc) -> str:
+    """A data error's message with hints only for options ``medrl train`` has."""
+    from medrl.exit_codes import command_hint
+
+    return command_hint(str(exc), "train")
+
+
+def preflight(args, recipe, resolved: dict) -> int:
+    """``medrl train --dry-run``: every check training makes before its first step, with training's
+    exit codes (:mod:`medrl.exit_codes`); config.yaml is written (with --out) only when all pass."""
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    from medrl.exit_codes import Exit
+    from medrl.train.batching import describe as describe_batch
+    from medrl.train.recipes import RecipeError
+
+    def fail(code, msg) -> int:
+        print(f"medrl train: {msg}", file=sys.stderr)
+        print(f"preflight: FAILED (exit {int(code)})", file=sys.stderr)
+        return int(code)
+
+    print("\n".join(describe_rewards(recipe)))
+    print("\n".join(describe_batch(recipe, (1, 2, 8))))
+    if recipe.rewards:
+        try:
+            print("\n".join(describe_grpo_config(recipe, args.out)))
+        except (RecipeError, ValueError) as exc:
+            return fail(Exit.USAGE, exc)
+    try:  # custom rewards (mypkg.rewards:fn, ./file.py:fn) import and resolve, as at training start
+        from medrl.registry import is_object_spec
+        from medrl.train.recipes import custom_reward
+
+        for r in recipe.rewards:
+            if is_object_spec(r["name"]):
+                custom_reward(r["name"], r.get("options") or {})
+    except (RecipeError, ImportError, AttributeError, ValueError, TypeError) as exc:
+        return fail(Exit.USAGE, exc)
+    if args.model:
+        from medrl.exit_codes import ModelNotFoundError
+        from medrl.models.loading import resolve_model_path
+
+        if args.model not in ("tiny", "default") and not str(args.model).startswith("tiny-"):
+            try:
+                resolve_model_path(args.model)
+            except ModelNotFoundError as exc:
+                return fail(Exit.MODEL, exc)
     from medrl.data import DataError
+    from medrl.train.pipeline import load_training_records
 
     report: dict = {}
     try:
         records = load_training_records(recipe, args.data, data_dir=args.data_dir, limit=args.limit, report=report)
     except DataError as exc:
-        from medrl.exit_codes import Exit
+        return fail(Exit.DATA, _data_error(exc))
+    if not records:
+        return fail(Exit.DATA, f"no training records left from {args.data} after the recipe's filters "
+                               f"(data: {dict(recipe.data)})")
+    g = report.get("gold_reasoning") or {}
+    print(f"records: {len(records)} (gold reasoning: {g.get('matched', 0)} matched, {g.get('unmatched', 0)} unmatched"
+          f"{', unmatched dropped' if g.get('required') else ''})")
+    try:
+        judge, _, _ = _build_judge(args, recipe, probe=True)
+    except (ValueError, RuntimeError) as exc:
+        return fail(Exit.USAGE, exc)
+    if judge is not None:
+        code = _probe_judge(judge, records)
+        if code:
+            print(f"preflight: FAILED (exit {code})", file=sys.stderr)
+            return code
+        try:  # judge requests, tokens, cost (an estimate; never a reason to fail the preflight)
+            from medrl.judges.cost import describe_estimate, estimate_judge_cost
 
-        print(f"medrl train: {exc}", file=sys.stderr)
+            est = estimate_judge_cost(recipe, records, num_processes=getattr(args, "num_processes", None) or 1)
+            print("\n".join(describe_estimate(est)))
+        except Exception as exc:  # noqa: BLE001 - custom rewards and new recipes the estimate does not know
+            print(f"judge estimate: skipped ({type(exc).__name__}: {exc})")
+    print("\n".join(describe_encoders(recipe)))
+    if args.out is not None:
+        out = Path(args.out)
+        cfg_path = out / "config.yaml"
+        if _has_run(out):
+            import json
+
+            saved = yaml.safe_load(cfg_path.read_text()) if cfg_path.is_file() else {}
+            diffs = config_differences(saved or {}, json.loads(json.dumps(resolved)))
+            if diffs and not args.overwrite:
+                return fail(Exit.USAGE, f"{out} holds a run with other settings:\n  " + "\n  ".join(diffs)
+                            + "\n(training there would be refused; use another --out or --overwrite)")
+            print(f"run folder {out}: holds a run with these settings; training would resume it")
+        else:
+            out.mkdir(parents=True, exist_ok=True)
+            cfg_path.write_text(yaml.safe_dump(resolved, sort_keys=False))
+            print(f"resolved config -> {cfg_path}")
+    print("preflight: OK")
+    return int(Exit.OK)
+
+
+def _probe_judge(judge, records) -> int:
+    """Ask the judge one real question (never from the cache: the preflight judge has an
+    in-memory cache); a refused key exits 3, any other failure 9."""
+    import asyncio
+    import sys
+
+    from medrl.exit_codes import Exit
+    from medrl.judges.base import JudgeAuthError
+
+    rec = records[0]
+    # a consistency request always reaches the endpoint (an answer-correct request of the reference
+    # against itself is decided locally, without a request)
+    reasoning = f"The question asks: {rec.question} The findings support the answer {rec.answer}."
+    try:
+        verdict = asyncio.run(judge.consistency(rec.question, reasoning, str(rec.answer)))
+    except JudgeAuthError as exc:
+        print(f"medrl train: judge {getattr(judge, 'name', '?')}: {exc}", file=sys.stderr)
+        return int(Exit.JUDGE_AUTH)
+    except Exception as exc:  # noqa: BLE001 - any failure of the probe is the judge's
+        print(f"medrl train: judge {getattr(judge, 'name', '?')} failed its probe: {type(exc).__name__}: {exc}",
+              file=sys.stderr)
+        return int(Exit.JUDGE)
+    if not getattr(verdict, "scored", verdict.value is not None):
+        why = getattr(verdict, "error", None) or getattr(verdict, "raw", None) or "unscored"
+        print(f"medrl train: judge {getattr(judge, 'name', '?')} could not score its probe (a consistency check "
+              f"of record {getattr(rec, 'id', '?')}'s reference answer): {why}", file=sys.stderr)
+        return int(Exit.JUDGE)
+    print(f"judge {getattr(judge, 'name', '?')}: probe answered ({verdict.value!r}; sent without the cache)")
+    return 0
+
+
+def _train(args, recipe, resolved: dict, out, resume) -> int:
+    import signal
+    import sys
+
+    import yaml
+
+    from medrl.data import DataError
+    from medrl.exit_codes import Exit
+    from medrl.train.callbacks import InterruptCallback, JudgeBreakerCallback, RunLedgerCallback, RunOutcome
+    from medrl.train.pipeline import load_training_records, run_recipe
+
+    report: dict = {}
+    try:
+        records = load_training_records(recipe, args.data, data_dir=args.data_dir, limit=args.limit, report=report)
+    except DataError as exc:
+        print(f"medrl train: {_data_error(exc)}", file=sys.stderr)
         return int(Exit.DATA)
     g = report.get("gold_reasoning") or {}
     print(f"records: {len(records)} (gold reasoning: {g.get('matched', 0)} matched, {g.get('unmatched', 0)} unmatched"
           f"{', unmatched dropped' if g.get('required') else ''})")
-    judge = None
-    # judged stages: VQA refinement, key-step extraction, the correctness check of ARMed's
-    # knowledge-injection chains of thought
-    judged_stages = {"refine", "key_steps", "knowledge_injection"}
-    if recipe_uses_judge(recipe) or any(st["kind"] in judged_stages for st in pipeline_stages(recipe)):
-        from medrl.judges import build_judge
-        from medrl.judges.base import require_image_support
-        from medrl.judges.factory import resolve_images
+    try:
+        judge, images, side = _build_judge(args, recipe)
+    except (ValueError, RuntimeError) as exc:
+        print(f"medrl train: {exc}", file=sys.stderr)
+        return int(Exit.USAGE)
+    if images:
+        print(f"judge images: on (longest side {side} px, JPEG)")
+    cfg_path = out / "config.yaml"
+    out.mkdir(parents=True, exist_ok=True)
+    cfg_before = cfg_path.read_text() if cfg_path.is_file() else None
+    cfg_path.write_text(yaml.safe_dump(resolved, sort_keys=False))
+    print(f"resolved config -> {cfg_path}")
+    print("\n".join(describe_encoders(recipe)))
 
-        # judge images: --judge-images, else the recipe's judge.images (true | false | auto)
-        setting = True if getattr(args, "judge_images", False) else (recipe.judge or {}).get("images", False)
-        side = getattr(args, "judge_image_size", None) or (recipe.judge or {}).get("image_max_side", 768)
-        try:
-            images = resolve_images(args.judge, setting)
-            limits = {k: v for k, v in (("timeout", getattr(args, "judge_timeout", None)),
-                                        ("retry_budget", getattr(args, "judge_retry_budget", None)))
-                      if v is not None and str(args.judge).startswith("openai")}
-            judge = build_judge(args.judge, base_url=args.judge_base_url, cache_path=args.judge_cache,
-                                images=images, image_max_side=side, **limits)
-            if images:
-                require_image_support(judge)  # fails here, not on every request
-            from medrl.judges.cost import configure_judge_cost
+    outcome = RunOutcome()
+    share, steps = _breaker_settings(args)
+    cbs = [RunLedgerCallback(outcome), InterruptCallback(outcome),
+           JudgeBreakerCallback(outcome, max_share=share, steps=steps)]
+    previous = {}
 
-            configure_judge_cost(judge, recipe.judge, getattr(args, "judge_budget", None))  # price, budget
-        except (ValueError, RuntimeError) as exc:
-            print(f"medrl train: {exc}", file=sys.stderr)
-            return 2
-        if images:
-            print(f"judge images: on (longest side {side} px, JPEG)")
-    final = run_recipe(recipe, args.model, records, out, judge=judge, resume=args.resume,
-                       lora=True if args.lora else None)
+    def on_signal(signum, frame):
+        if outcome.signal is not None:  # the second one: stop now (the last checkpoint is kept)
+            signal.signal(signum, previous.get(signum) or signal.SIG_DFL)
+            if signum == signal.SIGINT:
+                raise KeyboardInterrupt
+            sys.exit(int(Exit.TERMINATED))
+        outcome.signal = signum
+        print(f"\nmedrl train: {signal.Signals(signum).name} received: saving a checkpoint after this step and "
+              "stopping (send it again to stop at once)", file=sys.stderr, flush=True)
+
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, on_signal)
+    import time
+
+    started = time.time() - 1.0  # a final/ from an earlier, shorter run of this folder is not this run's
+    try:
+        final = run_recipe(recipe, args.model, records, out, judge=judge, resume=resume,
+                           lora=True if args.lora else None, callbacks=cbs)
+    except BaseException:
+        if not outcome.started and not _has_run(out):  # a failed start leaves the folder as it was
+            if cfg_before is None:
+                cfg_path.unlink(missing_ok=True)
+            else:
+                cfg_path.write_text(cfg_before)
+        raise
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if outcome.signal is not None and outcome.reason is None and not _final_exists(final, since=started):
+        outcome.stop("sigterm" if outcome.signal == signal.SIGTERM else "sigint",
+                     f"{signal.Signals(outcome.signal).name} received before training began")
+    if outcome.reason is not None and not _final_exists(final, since=started):
+        code = {"budget": Exit.BUDGET, "monitor": Exit.MONITOR, "judge": Exit.JUDGE,
+                "sigint": Exit.INTERRUPTED, "sigterm": Exit.TERMINATED}[outcome.reason]
+        saved = "A checkpoint is saved" if any(out.glob("checkpoint-*")) or any(out.glob("stages/*/checkpoint-*")) \
+            else "No checkpoint was written yet"
+        print(f"medrl train: stopped: {outcome.message}. {saved} in {out}; no final model was written. "
+              f"Rerun the same command to continue{' (with a larger --judge-budget)' if outcome.reason == 'budget' else ''}"
+              f" (exit {int(code)}).", file=sys.stderr)
+        return int(code)
+    if not _final_exists(final, since=started):
+        print(f"medrl train: training stopped before its last step; no final model in {out}. Rerun the same "
+              "command to continue.", file=sys.stderr)
+        return int(Exit.FAILED)
     print(f"final model -> {final}")
-    return 0
+    return int(Exit.OK)
 
+
+def _final_exists(p, since: float = 0.0) -> bool:
+    """Whether training wrote its final model (a model or an adapter folder) at or after ``since``."""
+    from pathlib import Path
+
+    if p is None:
+        return False
+    files = [Path(p) / n for n in ("config.json", "adapter_config.json")]
+    return any(f.is_file() and f.stat().st_mtime >= since for f in files)

@@ -178,10 +178,17 @@ def reward_histograms(series: Mapping[str, Sequence[float]], path: str | Path,
     return _save(fig, path)
 
 
+#: Fewer points than this are drawn as markers, not as a line.
+MIN_LINE_POINTS = 5
+
+
 def training_curves(curves: Mapping[str, Mapping[str, Sequence[tuple[float, float]]]], path: str | Path,
                     title: str = "Training dynamics (MRPO App. G)") -> Path:
     """MRPO App. G: one panel per quantity (answer reward, process reward, KL, completion
-    length), one line per run. ``curves[panel][run] = [(step, value), ...]``."""
+    length), one line per run. ``curves[panel][run] = [(step, value), ...]``.
+
+    A run with fewer than :data:`MIN_LINE_POINTS` points is drawn as markers only: a line
+    through 2 steps reads as a trend that 2 steps cannot show."""
     plt = _plt()
     panels = list(curves)
     ncol = 2 if len(panels) > 1 else 1
@@ -191,7 +198,11 @@ def training_curves(curves: Mapping[str, Mapping[str, Sequence[tuple[float, floa
         for run, pts in curves[panel].items():
             if pts:
                 xs, ys = zip(*pts)
-                ax.plot(xs, ys, label=run, linewidth=1.4)
+                if len(pts) < MIN_LINE_POINTS:
+                    ax.plot(xs, ys, label=f"{run} ({len(pts)} point{'s' if len(pts) > 1 else ''})", linestyle="none",
+                            marker="o", markersize=5)
+                else:
+                    ax.plot(xs, ys, label=run, linewidth=1.4)
         ax.set_title(panel, fontsize=10)
         ax.set_xlabel("step")
         if len(curves[panel]) > 1:

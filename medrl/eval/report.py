@@ -29,10 +29,15 @@ white-space:pre-wrap}.note{color:#555;font-size:.92em}
 
 def ci_cell(m: dict | None, pct: bool) -> str:
     """``mean [low, high]`` of a metric summary (``{"mean", "low", "high"}``; percent when ``pct``);
-    "-" when there is no mean."""
+    "-" when there is no mean. A percentage is a proportion: its interval is Wilson's
+    (:func:`medrl.eval.stats.honest_interval`), so 0 of 10 reads "0.0 [0.0, 27.8]", never a
+    certain "0.0 [0.0, 0.0]"."""
     if not m or m.get("mean") is None:
         return "-"
     if pct:
+        from medrl.eval.stats import honest_interval
+
+        m = honest_interval(m)
         return f"{100 * m['mean']:.1f} [{100 * m['low']:.1f}, {100 * m['high']:.1f}]"
     return f"{m['mean']:.3f} [{m['low']:.3f}, {m['high']:.3f}]"
 

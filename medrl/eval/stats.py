@@ -1,6 +1,10 @@
 """Confidence intervals and paired tests for eval metrics (SciPy and statsmodels).
 
-- :func:`mean_ci`: percentile bootstrap (Efron and Tibshirani 1993) of a mean, computed with
+- :func:`proportion_ci`: Wilson score (default) or exact Clopper-Pearson interval of a
+  proportion; :func:`score_ci` and :func:`pooled_mean_ci` use Wilson's for 0/1 scores
+  (accuracy), whose bootstrap collapses to [0, 0] at 0 of n and to a point at small n;
+  :func:`honest_interval` puts it into an existing summary of a proportion (reports).
+- :func:`mean_ci`: a percentile bootstrap (Efron and Tibshirani 1993) of a mean, computed with
   :func:`scipy.stats.bootstrap` (``method="percentile"``): resample the per-output scores with
   replacement ``n_boot`` times and take the ``alpha/2`` and ``1 - alpha/2`` quantiles.
 - :func:`macro_mean_ci`: the same for a macro average over datasets (the mean of the dataset
@@ -50,9 +54,62 @@ def _mean_stat(x, axis=-1):
     return np.mean(x, axis=axis)
 
 
+def proportion_ci(k: int, n: int, alpha: float = 0.05, method: str = "wilson") -> dict:
+    """``{"mean", "low", "high", "n", "k", "method"}`` for ``k`` successes in ``n`` trials.
+
+    Wilson's score interval (Wilson 1927; ``method="wilson"``, the default) or the exact
+    Clopper-Pearson interval (Clopper and Pearson 1934; ``"beta"``), both from
+    :func:`statsmodels.stats.proportion.proportion_confint`. Unlike a bootstrap of 0/1 scores,
+    neither collapses at 0 or n: 0 of 10 gives [0.0, 0.278] (Wilson) or [0.0, 0.308] (exact), not
+    [0, 0] - a 0/10 result is no certainty of 0%.
+    """
+    from statsmodels.stats.proportion import proportion_confint
+
+    k, n = int(k), int(n)
+    if n <= 0:
+        return {"mean": None, "low": None, "high": None, "n": 0, "k": 0, "method": method}
+    if not 0 <= k <= n:
+        raise ValueError(f"proportion_ci: k={k} successes must be between 0 and n={n}")
+    lo, hi = proportion_confint(k, n, alpha=alpha, method=method)
+    return {"mean": k / n, "low": max(0.0, float(lo)), "high": min(1.0, float(hi)), "n": n, "k": k, "method": method}
+
+
+def _binary(x: np.ndarray) -> bool:
+    return x.size > 0 and bool(np.all((x == 0) | (x == 1)))
+
+
+def score_ci(values: Sequence[float], n_boot: int = 1000, alpha: float = 0.05, seed: int = 0) -> dict:
+    """The interval a report shows for a mean score: Wilson's (:func:`proportion_ci`) when every
+    score is 0 or 1 (accuracy: a bootstrap of 0 of 10 would say [0, 0]), else :func:`mean_ci`.
+    ``{"mean", "low", "high", "n", "method"}``."""
+    x = np.asarray(list(values), dtype=float)
+    if _binary(x):
+        out = proportion_ci(int(x.sum()), int(x.size), alpha=alpha)
+        return {"mean": out["mean"], "low": out["low"], "high": out["high"], "n": out["n"], "method": "wilson"}
+    return {**mean_ci(x, n_boot=n_boot, alpha=alpha, seed=seed), "method": "bootstrap"}
+
+
+def honest_interval(summary: Mapping[str, Any] | None, alpha: float = 0.05) -> Mapping[str, Any] | None:
+    """A ``{"mean", "low", "high", "n"}`` summary of a *proportion* with Wilson's interval in
+    place of a bootstrap one. A summary made before :func:`score_ci` existed (a bootstrap of
+    0/1 scores, collapsed at 0 of n) is recomputed from its mean and n; other summaries (no n,
+    a mean that is no k/n) are returned as they are."""
+    if not summary or summary.get("method") == "wilson" or summary.get("mean") is None:
+        return summary
+    n = summary.get("n")
+    if not isinstance(n, int) or n <= 0:
+        return summary
+    k = summary["mean"] * n
+    if abs(k - round(k)) > 1e-6 or not 0 <= round(k) <= n:
+        return summary
+    out = proportion_ci(int(round(k)), n, alpha=alpha)
+    return {**summary, "low": out["low"], "high": out["high"], "method": "wilson"}
+
+
 def mean_ci(values: Sequence[float], n_boot: int = 1000, alpha: float = 0.05, seed: int = 0) -> dict:
     """``{"mean", "low", "high", "n"}`` for the mean of ``values`` (None entries must be removed
-    by the caller). With fewer than two values the interval collapses to the mean (or None)."""
+    by the caller): the percentile bootstrap. With fewer than two values the interval collapses to
+    the mean (or None). For 0/1 scores use :func:`score_ci` (Wilson's interval)."""
     x = np.asarray(list(values), dtype=float)
     if x.size == 0:
         return {"mean": None, "low": None, "high": None, "n": 0}
@@ -123,6 +180,10 @@ def pooled_mean_ci(
         return {"mean": None, "low": None, "high": None, "n_groups": 0, "n": 0}
     n = int(sum(a.size for a in arrays))
     m = float(sum(a.sum() for a in arrays) / n)
+    if all(_binary(a) for a in arrays):  # pooled accuracy: one proportion over every output
+        out = proportion_ci(int(sum(a.sum() for a in arrays)), n, alpha=alpha)
+        return {"mean": m, "low": out["low"], "high": out["high"], "n_groups": len(arrays), "n": n,
+                "method": "wilson"}
     if n_boot <= 0 or all(a.size < 2 for a in arrays):
         return {"mean": m, "low": m, "high": m, "n_groups": len(arrays), "n": n}
     fixed = sum(float(a[0]) for a in arrays if a.size < 2)

@@ -1,7 +1,10 @@
 """A persistent judge cache in SQLite: the same question to the same model costs nothing twice.
 
 The key is the SHA-256 of the model name, the full messages (each inline image by its digest,
-so the key separates images and image vs no image) and the sampling parameters. The value is the
+so the key separates images and image vs no image), the sampling parameters and the judge's
+identity: endpoint, model, prompt version and answer format (:func:`cache_key` with
+``identity``, or a cache opened with ``namespace=judge.identity()``), so a verdict of one judge
+never answers for another. The value is the
 judge's raw reply text (secrets masked), stored only after it parsed, so a malformed reply is
 never frozen into the cache and a parser change re-reads old replies.
 
@@ -42,20 +45,38 @@ _USAGE_COLUMNS = ("input_tokens", "output_tokens")
 _MAX_ERRORS = 3
 
 
-def cache_key(model: str, messages: list[dict], params: dict[str, Any]) -> str:
-    payload = json.dumps(
-        clean_obj({"model": model, "messages": messages, "params": params}),
-        sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str,
-    )
-    return hashlib.sha256(payload.encode("utf-8", errors="replace")).hexdigest()
+#: What a judge's identity must name for its cached verdicts to answer for it (nothing else).
+IDENTITY_FIELDS = ("endpoint", "model", "prompt_version", "answer_format")
+
+
+def cache_identity(identity: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The part of a judge's ``identity()`` that decides its verdicts: the endpoint, the model,
+    the prompt version and the answer format. Two judges differing in any of them never share a
+    cached verdict (a verdict of one endpoint must not answer for another)."""
+    if not identity:
+        return None
+    return {k: identity.get(k) for k in IDENTITY_FIELDS}
+
+
+def cache_key(model: str, messages: list[dict], params: dict[str, Any],
+              identity: dict[str, Any] | None = None) -> str:
+    """SHA-256 of the model, the messages, the sampling parameters and, given the judge's
+    ``identity()`` (:func:`cache_identity`), its endpoint, model, prompt version and answer format."""
+    payload: dict[str, Any] = {"model": model, "messages": messages, "params": params}
+    ident = cache_identity(identity)
+    if ident is not None:
+        payload["judge"] = ident
+    text = json.dumps(clean_obj(payload), sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8", errors="replace")).hexdigest()
 
 
 class JudgeCache:
     """``get(key) -> str | None`` and ``put(key, model, text)``; ``path=":memory:"`` for a
     process-local cache."""
 
-    def __init__(self, path: str | Path = ":memory:"):
+    def __init__(self, path: str | Path = ":memory:", namespace: dict[str, Any] | None = None):
         self.path = str(path)
+        self.namespace = namespace
         self.moved_aside: list[str] = []
         self._errors = 0
         self._lock = threading.Lock()
@@ -131,7 +152,24 @@ class JudgeCache:
                 self._db.execute(_SCHEMA)
 
     # ------------------------------------------------------------------ access
+    @property
+    def namespace(self) -> dict[str, Any] | None:
+        """The judge identity mixed into every key (:func:`cache_identity`); None = keys as given."""
+        return self._namespace
+
+    @namespace.setter
+    def namespace(self, identity: dict[str, Any] | None) -> None:
+        ident = cache_identity(identity)
+        self._namespace = ident
+        self._salt = None if ident is None else json.dumps(clean_obj(ident), sort_keys=True, default=str)
+
+    def _k(self, key: str) -> str:
+        if getattr(self, "_salt", None) is None:
+            return key
+        return hashlib.sha256((self._salt + "\n" + key).encode("utf-8", errors="replace")).hexdigest()
+
     def get(self, key: str) -> str | None:
+        key = self._k(key)
         with self._lock:
             try:
                 row = self._db.execute("SELECT reply FROM judge_cache WHERE key = ?", (key,)).fetchone()
@@ -143,6 +181,7 @@ class JudgeCache:
     def get_usage(self, key: str) -> tuple[int, int] | None:
         """(input tokens, output tokens) the cached reply cost when it was asked (what a cache hit
         saves; 0, 0 for replies cached before tokens were stored), or None when not cached."""
+        key = self._k(key)
         with self._lock:
             try:
                 row = self._db.execute("SELECT input_tokens, output_tokens FROM judge_cache WHERE key = ?",
@@ -155,6 +194,7 @@ class JudgeCache:
     def put(self, key: str, model: str, reply: str, usage: tuple[int, int] | None = None) -> None:
         """Store a parsed reply; ``usage`` = (input tokens, output tokens) it cost."""
         tin, tout = (int(usage[0]), int(usage[1])) if usage else (0, 0)
+        key = self._k(key)
         with self._lock:
             try:
                 self._db.execute(

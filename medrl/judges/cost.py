@@ -16,11 +16,12 @@ it has a judge) logs per optimizer step ``judge/requests`` (asked: sent + cache 
 ``judge/total_cost_usd``, into TensorBoard and ``metrics.jsonl``; writes per-epoch and run
 totals to ``<run>/judge_cost.json``; and with a budget (``medrl train --judge-budget "2M tokens"``
 or ``"$5"``) saves a checkpoint and stops once the run has spent it (checked after each step, so
-a run overshoots by at most one step). The budget counts what this invocation spent; a resumed
-run starts counting again.
+a run overshoots by at most one step). The budget counts what the whole run spent: the totals
+are saved in every checkpoint and a resumed run continues them (rerun with a larger budget to
+go on after a budget stop).
 
-``medrl train --dry-run`` prints :func:`estimate_judge_cost`: judge requests, tokens and cost
-for the whole run from the data size, G, epochs (or max_steps) and the recipe's judged rewards.
+``medrl train --dry-run`` prints the run's judge requests, tokens and cost
+(:func:`medrl.train.cost_estimate.estimate_judge_cost`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from transformers import TrainerCallback
 
@@ -152,7 +153,11 @@ def cost_summary(judge: Any, price: Price | None = None) -> dict:
 class JudgeCostCallback(TrainerCallback):
     """Per-step judge tokens and cost into the trainer's metrics, totals per epoch and run into
     ``<output_dir>/judge_cost.json``, and the budget stop. Counter deltas are summed over
-    processes (every process has its own judge client)."""
+    processes (every process has its own judge client). Its totals and per-step rows are saved
+    in every checkpoint (``ledger_key``, :class:`medrl.train.callbacks.RunLedgerCallback`), so a
+    resumed run continues them and the budget counts what the whole run spent."""
+
+    ledger_key = "judge_cost"
 
     def __init__(self, trainer: Any, judge: Any, price: Price | None = None, budget: Budget | None = None):
         self.trainer, self.judge = trainer, judge
@@ -174,6 +179,17 @@ class JudgeCostCallback(TrainerCallback):
 
             delta = acc.reduce(torch.tensor(delta, dtype=torch.float64, device=acc.device), reduction="sum").tolist()
         return {k: int(v) for k, v in zip(COUNTERS, delta)}
+
+    def state_dict(self) -> dict:
+        return {"total": dict(self.total), "epochs": {str(e): dict(c) for e, c in self.epochs.items()},
+                "steps": list(self.steps), "stopped_at": self.stopped_at}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue from a checkpoint's totals (what the run spent before it was interrupted)."""
+        self.total = {k: int(state.get("total", {}).get(k, 0)) for k in COUNTERS}
+        self.epochs = {int(e): {k: int(c.get(k, 0)) for k in COUNTERS} for e, c in (state.get("epochs") or {}).items()}
+        self.steps = list(state.get("steps") or [])
+        self.stopped_at = None  # the budget is checked again on the next step (a larger budget continues)
 
     def on_train_begin(self, args, state, control, **kwargs):
         self._seen = stats_snapshot(self.judge)  # what was spent before training (probes, set-up) is not the run's
@@ -223,8 +239,24 @@ class JudgeCostCallback(TrainerCallback):
             path.write_text(json.dumps(self.summary(), indent=2))
 
 
+def bind_trainer_callbacks(trainer: Any) -> None:
+    """Give every callback of ``trainer`` that asks for it (a ``bind_trainer(trainer)`` method)
+    the trainer: Hugging Face passes callbacks the model and optimizer, not the trainer, but the
+    run ledger needs its judge-cost and monitor state and the judge breaker its unscorable rows
+    (:mod:`medrl.train.callbacks`). Called from :func:`attach_judge_cost`, which every
+    :class:`~medrl.train.trainer.MedGRPOTrainer` calls once its callbacks are registered."""
+    for cb in getattr(getattr(trainer, "callback_handler", None), "callbacks", []):
+        bind = getattr(cb, "bind_trainer", None)
+        if callable(bind) and getattr(cb, "trainer", None) is not trainer:
+            bind(trainer)
+
+
 def attach_judge_cost(trainer: Any, judge: Any) -> JudgeCostCallback | None:
-    """Register a :class:`JudgeCostCallback` on ``trainer`` for ``judge`` (None: no judge)."""
+    """Register a :class:`JudgeCostCallback` on ``trainer`` for ``judge`` (None: no judge).
+
+    Also hands the trainer to callbacks that ask for it (the run ledger, the judge breaker:
+    :func:`bind_trainer_callbacks`)."""
+    bind_trainer_callbacks(trainer)
     if judge is None or getattr(judge, "stats", None) is None:
         return None
     cb = JudgeCostCallback(trainer, judge)
@@ -232,122 +264,16 @@ def attach_judge_cost(trainer: Any, judge: Any) -> JudgeCostCallback | None:
     return cb
 
 
-# ----------------------------------------------------------------------------- dry-run estimate
+def __getattr__(name: str):
+    # the training-cost estimate moved to medrl.train.cost_estimate (the judges layer imports
+    # nothing above it); the old names keep working, resolved on first use
+    if name in ("estimate_judge_cost", "describe_estimate"):
+        import importlib
 
-#: reward -> the judge task it asks once per rollout (besides the shared correctness decision)
-REWARD_TASKS = {"mrpo_process": "verify_steps", "capo_consistency": "consistency"}
-#: output tokens of one reply, by task (a YES/NO verdict; one JSON object per step)
-OUTPUT_TOKENS = {"answer_correct": 2, "consistency": 2, "verify_steps_per_step": 16}
-CHARS_PER_TOKEN = 4.0  # English text, for an estimate only
-
-
-def _tokens(messages: list[dict]) -> float:
-    chars = sum(len(m["content"]) if isinstance(m.get("content"), str)
-                else sum(len(p.get("text", "")) for p in m.get("content") or []) for m in messages)
-    return chars / CHARS_PER_TOKEN
+        return getattr(importlib.import_module("medrl.train.cost_estimate"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def estimate_judge_cost(recipe: Any, records: Sequence | int, *, price: Price | None = None,
-                        num_processes: int = 1) -> dict:
-    """Judge requests, tokens and cost of training ``recipe`` on ``records`` (a list, or just
-    their number: then tokens are per-request averages of a typical medical VQA prompt).
-
-    Rollouts: ``max_steps x per_device_train_batch_size x gradient_accumulation_steps x
-    num_processes`` when ``grpo.max_steps`` > 0, else ``records x num_generations x
-    num_train_epochs``, once per RL stage. Per rollout: one ``verify_steps`` for
-    ``mrpo_process``, one ``consistency`` for ``capo_consistency``, and one ``answer_correct``
-    for the shared correctness decision when a reward reads it and ``algorithm.correctness`` is
-    ``judge`` (every record) or ``auto`` (open-ended records), twice with CAPO's corrupted rollouts.
-    Input tokens are the real judge prompts of the records with their reference reasoning as the
-    rollout, at 4 characters a token; a run's cache hits, merged duplicates and guard refusals
-    (answers the guard rejects are never sent) make the real count lower - the estimate is an
-    upper bound on requests *sent*, and close to the requests *asked* (``judge/requests``).
-    """
-    from medrl.data.prompts import format_target
-    from medrl.judges import prompts
-    from medrl.parsing import completion_steps, parse_response
-    from medrl.rewards import REWARDS
-
-    grpo = dict(recipe.grpo or {})
-    g = int(grpo.get("num_generations", 8))
-    recs = None if isinstance(records, int) else list(records)
-    n = records if isinstance(records, int) else len(recs)
-    max_steps = int(grpo.get("max_steps", -1) or -1)
-    if max_steps > 0:
-        per_step = int(grpo.get("per_device_train_batch_size", 8)) * int(grpo.get("gradient_accumulation_steps", 1))
-        rollouts = max_steps * per_step * num_processes
-        basis = f"{max_steps} steps x {per_step} completions x {num_processes} process(es)"
-    else:
-        epochs = float(grpo.get("num_train_epochs", 1))
-        rollouts = int(math.ceil(n * g * epochs))
-        basis = f"{n} records x G={g} x {epochs:g} epoch(s)"
-    rl_stages = max(1, sum(1 for st in (recipe.stages or []) if st.get("kind") == "rl")) if recipe.stages else 1
-    rollouts *= rl_stages
-    names = [r["name"] for r in recipe.rewards]
-    factories = {nm: REWARDS.get(nm) for nm in names}
-    mode = (recipe.algorithm or {}).get("correctness", "auto")
-    reads_correct = any(getattr(f, "uses_correctness", False) for f in factories.values())
-    corrupted = "capo_perception" in names and bool((recipe.algorithm or {}).get("capo"))
-    recs = recs or []
-    sample = recs[:: max(1, len(recs) // 64)][:64]  # spread over the data for the prompt lengths
-    open_share = (sum(1 for r in recs if getattr(r, "open_ended", False)) / len(recs)) if recs else 1.0
-    per_rollout: dict[str, float] = {}
-    if reads_correct and mode in ("judge", "auto"):
-        per_rollout["answer_correct"] = (1.0 if mode == "judge" else open_share) * (2 if corrupted else 1)
-    for nm in names:
-        if nm in REWARD_TASKS:
-            per_rollout[REWARD_TASKS[nm]] = per_rollout.get(REWARD_TASKS[nm], 0) + 1
-    # tokens per request, from the judge prompts of sample records
-    tin: dict[str, float] = {}
-    tout: dict[str, float] = {}
-    style = (recipe.data or {}).get("prompt_style", "think_answer")
-    for task in per_rollout:
-        ins, outs = [], []
-        for r in (sample or [None]):
-            q = getattr(r, "question", None) or "What abnormality is seen in the left lower lobe?"
-            ref = getattr(r, "answer", None) or "pleural effusion"
-            text = format_target(r, style) if r is not None else (
-                "<think>This is a chest radiograph. The left costophrenic angle is blunted. "
-                f"This suggests fluid.</think><answer>{ref}</answer>")
-            p = parse_response(text)
-            steps = [s.text for s in completion_steps(text)]
-            if task == "answer_correct":
-                msgs = prompts.answer_correct(q, str(ref), p.answer or str(ref))
-                o = OUTPUT_TOKENS["answer_correct"]
-            elif task == "consistency":
-                msgs = prompts.consistency(q, p.reasoning or "", p.answer or "")
-                o = OUTPUT_TOKENS["consistency"]
-            else:
-                msgs = prompts.verify_steps(q, str(ref), steps or ["(no steps)"], getattr(r, "gold_reasoning", None),
-                                            None)
-                o = OUTPUT_TOKENS["verify_steps_per_step"] * max(1, len(steps))
-            ins.append(_tokens(msgs))
-            outs.append(o)
-        tin[task], tout[task] = sum(ins) / len(ins), sum(outs) / len(outs)
-    requests = {t: rollouts * k for t, k in per_rollout.items()}
-    input_tokens = sum(requests[t] * tin[t] for t in requests)
-    output_tokens = sum(requests[t] * tout[t] for t in requests)
-    price = price or judge_price(getattr(recipe, "judge", None))
-    return {"rollouts": rollouts, "basis": basis, "rl_stages": rl_stages, "requests": requests,
-            "requests_total": int(round(sum(requests.values()))), "input_tokens": int(round(input_tokens)),
-            "output_tokens": int(round(output_tokens)), "tokens": int(round(input_tokens + output_tokens)),
-            "cost_usd": price.cost(input_tokens, output_tokens), "open_share": open_share,
-            "correctness": mode}
-
-
-def describe_estimate(est: dict) -> list[str]:
-    """Lines for ``medrl train --dry-run``."""
-    if not est["requests_total"]:
-        return ["judge estimate: no judged reward, no judge request"]
-    tasks = ", ".join(f"{t} {int(round(v)):,}" for t, v in est["requests"].items())
-    cost = "unknown (set judge.price_in_per_mtok / judge.price_out_per_mtok)" if est["cost_usd"] is None \
-        else f"${est['cost_usd']:.2f}"
-    return [f"judge estimate ({est['rollouts']:,} rollouts: {est['basis']}; before cache and guard savings):",
-            f"  requests {est['requests_total']:,} ({tasks})",
-            f"  tokens {est['tokens']:,} ({est['input_tokens']:,} in, {est['output_tokens']:,} out; ~4 characters a token)",
-            f"  cost {cost}"]
-
-
-__all__ = ["Budget", "COST_FILE", "JudgeCostCallback", "Price", "attach_judge_cost", "configure_judge_cost",
-           "cost_fields", "cost_summary", "describe_estimate", "estimate_judge_cost", "judge_price", "parse_budget",
+__all__ = ["Budget", "COST_FILE", "JudgeCostCallback", "Price", "attach_judge_cost", "bind_trainer_callbacks", "configure_judge_cost",
+           "cost_fields", "cost_summary", "judge_price", "parse_budget",
            "stats_snapshot"]

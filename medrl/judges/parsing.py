@@ -4,7 +4,9 @@ which the judges turn into an *unscored* verdict - a reply is never read as a pa
 What is tolerated, and nothing more: surrounding whitespace; a leading ``<think>...</think>``
 block (reasoning judges such as Qwen3 emit one); for one-word verdicts, surrounding quotes or
 markdown emphasis and one trailing full stop; for JSON, one Markdown code fence around the
-object. "Yes, but no", "The answer is YES" or JSON followed by prose are rejected.
+object. "Yes, but no", "The answer is YES", JSON followed by prose, a key given twice in one
+object (``{"score": 0, "score": 1}``, also ``"Score"`` next to ``"score"``), NaN, and two
+field names for one field with different values are rejected: an ambiguous verdict is unscored.
 """
 
 from __future__ import annotations
@@ -59,14 +61,33 @@ def parse_o_x(text: str) -> bool:
     raise VerdictParseError(f"expected O or X, got {_short(text)}")
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    """A JSON object whose keys are distinct, also ignoring case and surrounding space:
+    ``{"score": 0, "score": 1}`` has no single reading (``json.loads`` would keep the last)."""
+    seen: dict[str, str] = {}
+    for k, _ in pairs:
+        norm = k.strip().lower()
+        if norm in seen:
+            what = "twice" if seen[norm] == k else f"twice ({seen[norm]!r} and {k!r})"
+            raise VerdictParseError(f"ambiguous verdict: the key {k!r} appears {what} in one object")
+        seen[norm] = k
+    return dict(pairs)
+
+
+def _no_constant(name: str) -> Any:
+    raise VerdictParseError(f"ambiguous verdict: {name} is not a number")
+
+
 def parse_json_object(text: str) -> dict:
-    """One JSON object, optionally inside one Markdown code fence."""
+    """One JSON object, optionally inside one Markdown code fence. A key repeated in one object
+    (also in another case) or NaN/Infinity makes the reply ambiguous: it raises, the item is
+    unscored."""
     core = strip_thinking(text)
     m = _FENCE.match(core)
     if m:
         core = m.group(1).strip()
     try:
-        obj = json.loads(core)
+        obj = json.loads(core, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
     except (json.JSONDecodeError, TypeError) as exc:
         raise VerdictParseError(f"reply is not a JSON object ({exc.msg if hasattr(exc, 'msg') else exc}): {_short(text)}") from None
     if not isinstance(obj, dict):
@@ -85,9 +106,13 @@ def _bit(value: Any, what: str) -> int:
 
 
 def _get(d: dict, *names: str) -> Any:
-    for n in names:
-        if n in d:
-            return d[n]
+    """The value under the first of ``names`` present; two of them present (``gold_alignment``
+    and ``Gold Alignment``) with different values is ambiguous and raises."""
+    found = [(n, d[n]) for n in names if n in d]
+    if len(found) > 1 and any(v != found[0][1] for _, v in found[1:]):
+        raise VerdictParseError(f"ambiguous verdict: {', '.join(f'{n}={v!r}' for n, v in found)}")
+    if found:
+        return found[0][1]
     raise VerdictParseError(f"missing field {names[0]!r} in {_short(json.dumps(d))}")
 
 

@@ -19,7 +19,11 @@ One request cannot stall the server: judging runs in a pool of ``workers`` threa
 loop only reads requests and answers ``/health``); bodies over ``max_body_bytes`` get 413 before
 they are read whole; malformed or too deeply nested JSON gets 400; a model name other than the
 served one gets 404 naming it; more than ``max_pending`` requests waiting get 503 with
-``Retry-After`` (clients retry); with ``api_key`` every ``/v1`` request needs
+``Retry-After`` (clients retry). Slow or stalled clients cannot take the server's slots: a
+request counts towards ``max_pending`` only once its body has arrived, a body not received
+within ``body_timeout`` seconds gets 408, and one client address may have at most
+``max_per_client`` requests open at once (429 with ``Retry-After`` beyond); a client that
+disconnects mid-request is logged as one line, not a traceback. With ``api_key`` every ``/v1`` request needs
 ``Authorization: Bearer <key>`` (constant-time comparison) or gets 401. The interactive API
 docs (``/docs``, ``/openapi.json``) are off unless ``docs=True``.
 """
@@ -30,6 +34,7 @@ import asyncio
 import hmac
 import importlib.util
 import json
+import logging
 import threading
 import time
 import uuid
@@ -43,6 +48,8 @@ from starlette.concurrency import run_in_threadpool
 
 from medrl.judges import prompts
 from medrl.text import clean_obj
+
+log = logging.getLogger("medrl.judges.server")
 
 
 class BackendError(Exception):
@@ -208,6 +215,12 @@ class _TooLarge(Exception):
     pass
 
 
+#: Seconds a client may take to send a request body (408 beyond), and requests one client
+#: address may have open at once (429 beyond): ``medrl serve-judge --body-timeout / --max-per-client``.
+BODY_TIMEOUT = 10.0
+MAX_PER_CLIENT = 32
+
+
 async def _read_body(request: Request, limit: int) -> bytes:
     """The body, refused (``_TooLarge``) as soon as it passes ``limit`` bytes: the declared
     Content-Length is checked first, a chunked body while it streams in."""
@@ -240,12 +253,14 @@ def _parse_json(raw: bytes) -> Any:
 
 def create_app(backend: Any, *, model_name: str | None = None, latency: float = 0.0, workers: int = 4,
                max_body_bytes: int = MAX_BODY_BYTES, max_pending: int = 256, api_key: str | None = None,
-               docs: bool = False):
+               docs: bool = False, body_timeout: float = BODY_TIMEOUT, max_per_client: int = MAX_PER_CLIENT):
     """The FastAPI app serving ``backend`` (anything with ``async complete(messages, max_tokens)``).
 
     ``workers``: judging threads. ``max_body_bytes``: 413 beyond. ``max_pending``: requests
-    accepted at once (judged or waiting), 503 beyond. ``api_key``: require this bearer token on
-    ``/v1``. ``docs``: serve ``/docs`` and ``/openapi.json``.
+    accepted at once (judged or waiting; counted once the body has arrived), 503 beyond.
+    ``body_timeout``: seconds to receive a body, 408 beyond. ``max_per_client``: requests one
+    client address may have open (reading, waiting or judged), 429 beyond. ``api_key``: require
+    this bearer token on ``/v1``. ``docs``: serve ``/docs`` and ``/openapi.json``.
     """
     import anyio
 
@@ -257,6 +272,8 @@ def create_app(backend: Any, *, model_name: str | None = None, latency: float = 
         app = FastAPI(title="medrl judge server", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.requests = 0
     app.state.pending = 0
+    app.state.per_client = {}
+    app.state.disconnects = 0
     limiter = anyio.CapacityLimiter(max(1, int(workers)))
     token = api_key.encode("utf-8") if api_key else None
 
@@ -293,15 +310,40 @@ def create_app(backend: Any, *, model_name: str | None = None, latency: float = 
         app.state.requests += 1
         if not authorised(request):
             return unauthorised()
+        client = request.client.host if request.client else "?"
+        open_now = app.state.per_client.get(client, 0)
+        if open_now >= max_per_client:
+            return error(429, f"too many open requests from {client} ({open_now}; at most {max_per_client} at once); "
+                              "retry shortly", "rate_limit_error", headers={"Retry-After": "1"})
+        app.state.per_client[client] = open_now + 1
+        try:
+            return await handle(request, client)
+        finally:
+            left = app.state.per_client.get(client, 1) - 1
+            if left > 0:
+                app.state.per_client[client] = left
+            else:
+                app.state.per_client.pop(client, None)
+
+    async def handle(request: Request, client: str):
+        from starlette.requests import ClientDisconnect
+
+        try:
+            raw = await asyncio.wait_for(_read_body(request, max_body_bytes), timeout=body_timeout)
+        except _TooLarge:
+            return error(413, f"request body over the limit of {max_body_bytes} bytes")
+        except asyncio.TimeoutError:
+            log.info("client %s: request body not received within %gs; answered 408", client, body_timeout)
+            return error(408, f"request body not received within {body_timeout:g} s", headers={"Connection": "close"})
+        except ClientDisconnect:
+            app.state.disconnects += 1
+            log.info("client %s disconnected before sending the whole request body", client)
+            return error(400, "client disconnected")
         if app.state.pending >= max_pending:
             return error(503, f"server busy: {app.state.pending} requests in progress; retry shortly",
                          "server_overloaded", headers={"Retry-After": "1"})
         app.state.pending += 1
         try:
-            try:
-                raw = await _read_body(request, max_body_bytes)
-            except _TooLarge:
-                return error(413, f"request body over the limit of {max_body_bytes} bytes")
             try:
                 body = await run_in_threadpool(_parse_json, raw) if len(raw) > 65536 else _parse_json(raw)
             except ValueError as exc:

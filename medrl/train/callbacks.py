@@ -11,6 +11,13 @@ in explicitly (:class:`medrl.types.StatefulReward`: ``checkpoint_state = True`` 
 :class:`medrl.train.trainer.MedGRPOTrainer` calls both from the same hooks TRL uses for its own
 adaptive-entropy state (``_save_checkpoint`` / ``_load_optimizer_and_scheduler``), so a resumed
 run continues with the threshold and history it had at the checkpoint.
+
+The run folder is a ledger (:class:`RunLedgerCallback`): each checkpoint also records how long
+every JSON-lines log was and the judge-cost, monitor and judge-breaker state at its step, so a
+resumed run cuts the logs back and continues the totals instead of repeating or losing rows.
+:class:`InterruptCallback` turns SIGINT/SIGTERM into a checkpoint at the next step boundary and
+:class:`JudgeBreakerCallback` stops a run whose rollouts are mostly unscorable; both record why
+in a shared :class:`RunOutcome` that ``medrl train`` turns into its exit code.
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from transformers import TrainerCallback
+
+log = logging.getLogger(__name__)
 
 REWARD_STATE_FILE = "reward_state.json"
 
@@ -158,4 +167,307 @@ class StopAfterStepCallback(TrainerCallback):
         if state.global_step >= self.step:
             control.should_save = True
             control.should_training_stop = True
+        return control
+
+
+# --------------------------------------------------------------------------------------------
+# The run folder as a ledger: what a checkpoint must carry so a resumed run continues exactly.
+
+LEDGER_FILE = "medrl_ledger.json"
+#: JSON-lines logs a training run appends to (truncated to a checkpoint's step on resume)
+RUN_LOGS = ("metrics.jsonl", "credit.jsonl", "hacking.jsonl", "reward_samples.jsonl")
+#: summaries written at the end of training (rebuilt from the ledger's state on resume)
+RUN_SUMMARIES = ("judge_cost.json", "monitor_summary.json")
+
+
+class RunOutcome:
+    """Why training ended, shared by the stop callbacks and ``medrl train`` (which turns it into
+    an exit code, :mod:`medrl.exit_codes`). ``reason``: None (ran to its end), ``"budget"``,
+    ``"monitor"``, ``"judge"``, ``"sigint"`` or ``"sigterm"``; ``started``: training began (a
+    failure before that leaves the run folder as it was)."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+        self.message: str = ""
+        self.step: int | None = None
+        self.started = False
+        self.signal: int | None = None  # set by the signal handler; turned into a stop at the next step
+
+    def stop(self, reason: str, message: str, step: int | None = None) -> None:
+        if self.reason is None:
+            self.reason, self.message, self.step = reason, message, step
+
+
+def bind_trainer_callbacks(trainer: Any) -> None:
+    """Hand ``trainer`` to its callbacks that ask for it (:func:`medrl.judges.cost.bind_trainer_callbacks`)."""
+    from medrl.judges.cost import bind_trainer_callbacks as bind
+
+    bind(trainer)
+
+
+def _monitor_state(monitor: Any) -> dict | None:
+    """The reward-hacking monitor's state (its ``state_dict()`` when it has one)."""
+    if monitor is None:
+        return None
+    if callable(getattr(monitor, "state_dict", None)):
+        return monitor.state_dict()
+    from dataclasses import asdict
+
+    return {"history": {k: list(v) for k, v in monitor.history.items()},
+            "series": {k: [list(p) for p in v] for k, v in monitor.series.items()},
+            "alerts": [asdict(a) for a in monitor.alerts], "warned": sorted(monitor.warned),
+            "stop_requested": bool(monitor.stop_requested), "over": dict(getattr(monitor, "_over", {})),
+            "zero_run": int(getattr(monitor, "_zero_run", 0)), "seconds": float(monitor.seconds),
+            "steps": int(monitor.steps), "enabled": bool(monitor.config.enabled)}
+
+
+def _load_monitor_state(monitor: Any, state: dict) -> None:
+    if callable(getattr(monitor, "load_state_dict", None)):
+        monitor.load_state_dict(state)
+        return
+    from collections import deque
+
+    from medrl.train.monitor import Alert
+
+    window = max(monitor.config.window, 2)
+    monitor.history = {k: deque(v, maxlen=window) for k, v in state["history"].items()}
+    monitor.series = {k: [tuple(p) for p in v] for k, v in state["series"].items()}
+    monitor.alerts = [Alert(**a) for a in state["alerts"]]
+    monitor.warned = set(state["warned"])
+    monitor.stop_requested = False  # a resumed run continues; the alert stays recorded
+    monitor._over = dict(state.get("over", {}))
+    monitor._zero_run = int(state.get("zero_run", 0))
+    monitor.seconds, monitor.steps = float(state["seconds"]), int(state["steps"])
+    monitor.config.enabled = bool(state.get("enabled", True)) and monitor.config.enabled
+
+
+class RunLedgerCallback(TrainerCallback):
+    """Make a checkpoint a complete account of the run up to its step.
+
+    On every save it writes ``checkpoint-N/medrl_ledger.json``: the byte length of each JSON-lines
+    log of the run folder (``metrics.jsonl``, ``credit.jsonl``, ``hacking.jsonl``,
+    ``reward_samples.jsonl``), the judge-cost totals and per-step rows (so the budget counts what
+    the whole run spent), the monitor's history and the judge breaker's count. On a resumed start
+    it cuts every log back to that length (rows of steps after the checkpoint - logged before a
+    kill - would otherwise be written twice) and restores the state; on a fresh start (step 0) it
+    empties the logs a previous, checkpoint-less attempt left. Main process only for files.
+    """
+
+    def __init__(self, outcome: RunOutcome | None = None):
+        self.outcome = outcome or RunOutcome()
+        self.trainer: Any = None
+        self.resumed_from: str | None = None
+
+    def bind_trainer(self, trainer: Any) -> None:
+        self.trainer = trainer
+
+    # what carries state -----------------------------------------------------------------
+    def _stateful(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        t = self.trainer
+        if t is None:
+            return out
+        for cb in t.callback_handler.callbacks:
+            key = getattr(cb, "ledger_key", None)
+            if key and callable(getattr(cb, "state_dict", None)):
+                out[key] = cb
+        return out
+
+    def ledger(self, output_dir: str | os.PathLike, step: int) -> dict:
+        run = Path(output_dir)
+        logs = {p.name: p.stat().st_size for p in sorted(run.glob("*.jsonl")) if p.is_file()}
+        state: dict[str, Any] = {"step": int(step), "logs": logs}
+        for key, cb in self._stateful().items():
+            state[key] = cb.state_dict()
+        monitor = getattr(self.trainer, "_monitor", None)
+        if monitor is not None:
+            state["monitor"] = _monitor_state(monitor)
+        return state
+
+    # hooks ---------------------------------------------------------------------------------
+    def on_save(self, args, state, control, **kwargs):
+        if not state.is_world_process_zero:
+            return
+        from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+        ckpt = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
+        if not ckpt.is_dir():
+            return
+        tmp = ckpt / (LEDGER_FILE + ".tmp")
+        tmp.write_text(json.dumps(self.ledger(args.output_dir, state.global_step)))
+        os.replace(tmp, ckpt / LEDGER_FILE)
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.outcome.started = True
+        if self.trainer is None:
+            log.warning("RunLedgerCallback was not bound to its trainer; logs are not truncated on resume")
+            return
+        run = Path(args.output_dir)
+        step = int(state.global_step or 0)
+        if step == 0:
+            if state.is_world_process_zero:
+                for name in (*RUN_LOGS, *RUN_SUMMARIES):
+                    p = run / name
+                    if p.is_file():
+                        p.unlink()
+            return
+        ckpt = run / f"checkpoint-{step}"
+        path = ckpt / LEDGER_FILE
+        if not path.is_file():
+            log.warning("%s has no %s (written by an older medrl): logs are appended as they are, and judge cost and "
+                        "monitor state restart from zero", ckpt, LEDGER_FILE)
+            return
+        ledger = json.loads(path.read_text())
+        self.resumed_from = str(ckpt)
+        if state.is_world_process_zero:
+            truncate_logs(run, ledger.get("logs") or {})
+        for key, cb in self._stateful().items():
+            if key in ledger:
+                cb.load_state_dict(ledger[key])
+        monitor = getattr(self.trainer, "_monitor", None)
+        if monitor is not None and ledger.get("monitor"):
+            _load_monitor_state(monitor, ledger["monitor"])
+
+    def on_train_end(self, args, state, control, **kwargs):
+        t = self.trainer
+        if t is None:
+            return
+        cost = getattr(t, "_judge_cost", None)
+        if cost is not None and getattr(cost, "stopped_at", None) == state.global_step:
+            self.outcome.stop("budget", f"the judge budget {cost.budget} was spent at step {state.global_step}",
+                              state.global_step)
+        monitor = getattr(t, "_monitor", None)
+        if monitor is not None and monitor.stop_requested:
+            last = next((a for a in reversed(monitor.alerts) if a.kind == "hacking"), None)
+            what = f" ({last.signal}: {last.message})" if last is not None else ""
+            self.outcome.stop("monitor", f"the reward-hacking monitor stopped the run at step {state.global_step}{what}",
+                              state.global_step)
+
+
+def truncate_logs(run: str | os.PathLike, lengths: dict[str, int]) -> list[str]:
+    """Cut each JSON-lines log of ``run`` to the byte length a checkpoint recorded (a log the
+    checkpoint did not know is removed); returns the names changed."""
+    run = Path(run)
+    changed = []
+    for p in sorted(run.glob("*.jsonl")):
+        if not p.is_file():
+            continue
+        want = lengths.get(p.name)
+        if want is None:
+            if p.name in RUN_LOGS:
+                p.unlink()
+                changed.append(p.name)
+            continue
+        size = p.stat().st_size
+        if size > want:
+            with p.open("r+b") as fh:
+                fh.truncate(int(want))
+            changed.append(p.name)
+        elif size < want:
+            log.warning("%s is shorter (%d bytes) than at the checkpoint (%d bytes): rows were lost", p, size, want)
+    if changed:
+        log.info("resume: cut %s back to the checkpoint", ", ".join(changed))
+    return changed
+
+
+class InterruptCallback(TrainerCallback):
+    """Turn a SIGINT/SIGTERM (recorded in ``outcome.signal`` by ``medrl train``'s handler) into a
+    checkpoint and a stop at the next step boundary."""
+
+    def __init__(self, outcome: RunOutcome):
+        self.outcome = outcome
+
+    def on_step_end(self, args, state, control, **kwargs):
+        import signal as _signal
+
+        sig = self.outcome.signal
+        if sig is not None:
+            name = "sigterm" if sig == _signal.SIGTERM else "sigint"
+            self.outcome.stop(name, f"{_signal.Signals(sig).name} received; stopped after step {state.global_step} "
+                                    "with a checkpoint", state.global_step)
+            control.should_save = True
+            control.should_training_stop = True
+        return control
+
+
+class _LastJudgeError(logging.Handler):
+    """Keeps the last warning the judges logged (their failures: timeouts, refusals, parse errors)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.last: str | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.last = record.getMessage()
+        except Exception:  # noqa: BLE001 - a log handler never raises
+            pass
+
+
+#: Defaults of the judge circuit breaker (``medrl train --judge-max-unscored`` / ``--judge-max-unscored-steps``)
+BREAKER_SHARE = 0.5
+BREAKER_STEPS = 3
+
+
+class JudgeBreakerCallback(TrainerCallback):
+    """Stop a run whose reward is mostly unscorable: when more than ``max_share`` of a step's
+    rollouts are unscorable (the judge died, hangs or replies in prose) for ``steps`` consecutive
+    steps, save a checkpoint and stop, naming the judge and its last logged error.
+
+    Unscorable rollouts are excluded from the loss, so such a run would go on training on the few
+    rows left (or on none) and write a final model that says nothing about the reward.
+    ``max_share`` 1.0 turns the breaker off.
+    """
+
+    ledger_key = "judge_breaker"
+
+    def __init__(self, outcome: RunOutcome | None = None, max_share: float = BREAKER_SHARE,
+                 steps: int = BREAKER_STEPS):
+        if not 0.0 <= float(max_share) <= 1.0:
+            raise ValueError(f"judge breaker: the unscored share must be between 0 and 1, got {max_share!r}")
+        if int(steps) < 1:
+            raise ValueError(f"judge breaker: the number of steps must be at least 1, got {steps!r}")
+        self.outcome = outcome or RunOutcome()
+        self.max_share, self.steps = float(max_share), int(steps)
+        self.trainer: Any = None
+        self.run = 0
+        self._seen: Any = None
+        self._errors = _LastJudgeError()
+
+    def bind_trainer(self, trainer: Any) -> None:
+        self.trainer = trainer
+
+    def state_dict(self) -> dict:
+        return {"run": self.run}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.run = int(state.get("run", 0))
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        logging.getLogger("medrl.judges").addHandler(self._errors)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        logging.getLogger("medrl.judges").removeHandler(self._errors)
+
+    def observe(self, share: float, judge_name: str | None, step: int, control) -> None:
+        """One step's unscored share; stops training through ``control`` when the breaker trips."""
+        self.run = self.run + 1 if share > self.max_share else 0
+        if self.run >= self.steps and self.max_share < 1.0:
+            err = self._errors.last or "no error was logged"
+            self.outcome.stop("judge", f"judge {judge_name or '?'}: more than {self.max_share:.0%} of the rollouts were "
+                                       f"unscorable for {self.run} consecutive steps (last step: {share:.0%}); last "
+                                       f"error: {err}", step)
+            control.should_save = True
+            control.should_training_stop = True
+
+    def on_step_end(self, args, state, control, **kwargs):
+        t = self.trainer
+        if t is None or getattr(t, "judge", None) is None:
+            return control
+        rows = getattr(t, "_last_unscorable", None)
+        if rows is None or rows is self._seen or len(rows) == 0:
+            return control
+        self._seen = rows
+        share = float(rows.float().mean().item())
+        self.observe(share, getattr(t.judge, "name", None), state.global_step, control)
         return control

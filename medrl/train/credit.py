@@ -108,7 +108,7 @@ class CreditWriter:
     ``every`` optimizer steps (0 = never): the first batch (step 1) and then the first batch at
     or after every multiple of ``every`` (TRL generates once per ``steps_per_generation``
     steps, so a multiple may fall inside a generation batch). At most ``rollouts`` rows per
-    logged step.
+    logged step. A resumed run (first batch at a step > 0) keeps the uninterrupted schedule.
     """
 
     def __init__(self, output_dir: str | os.PathLike, every: int = 10, rollouts: int = 4):
@@ -124,6 +124,8 @@ class CreditWriter:
         """True when the batch generated at ``global_step`` (completed steps) is to be logged."""
         if global_step < self._last:  # a new train() call on the same trainer starts over
             self._next = 0
+        elif self._last < 0 < global_step and self.every > 0:  # resumed: the schedule an uninterrupted run keeps
+            self._next = -(-global_step // self.every) * self.every
         self._last = global_step
         if self.every <= 0 or self.rollouts <= 0 or global_step < self._next:
             return False

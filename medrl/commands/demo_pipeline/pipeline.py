@@ -12,7 +12,7 @@ from typing import Callable
 from medrl.commands.demo_pipeline.settings import EVAL_DATASET, LABELS, MODELS, DemoConfig, default_settings
 from medrl.commands.demo_pipeline.stages import StageRunner
 
-TOTAL_STAGES = 10
+TOTAL_STAGES = 11
 
 
 @dataclass
@@ -161,10 +161,31 @@ class Demo:
     def run(self) -> Path:
         c = self.config
         self.echo(f"medrl demo ({c.mode}): output folder {self.out}  (state: {self.runner.path})")
+        self.write_run_config()
         sft_final = self._prepare()
         self._train_rl(sft_final)
         self._evaluate({"warmup": sft_final, "grpo": self.out / "grpo" / "final", "mrpo": self.out / "mrpo" / "final"})
+        from medrl.commands.demo_pipeline.phantom import run_stage
+
+        run_stage(self, 9, TOTAL_STAGES)  # GRPO vs MRPO over seeds on phantoms (known truth)
         return self._analyse_and_report()
+
+    def write_run_config(self) -> Path:
+        """``<out>/config.yaml`` with the demo's settings and its generation settings, in the
+        layout ``medrl train`` writes: ``medrl eval --model <out>/grpo/final`` (or the warm-up,
+        or MRPO) then generates with the demo's completion length, not eval's 1,024-token default
+        (:func:`medrl.eval.runner.trained_completion_length` reads the model folder's parents)."""
+        import yaml
+
+        c = self.config
+        cfg = {"recipe": {"name": f"demo ({c.mode})", "grpo": {"max_completion_length": c.max_completion_length}},
+               "demo": c.to_dict(),
+               "generation": {"max_new_tokens": c.eval_max_new_tokens, "temperature": 0.0,
+                              "prompt_style": "think_answer"}}
+        self.out.mkdir(parents=True, exist_ok=True)
+        path = self.out / "config.yaml"
+        path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        return path
 
     def _prepare(self) -> Path:
         """Stages 1-3: data, base policy, warm-up SFT; returns the warm-up model folder."""
@@ -205,9 +226,9 @@ class Demo:
         from medrl.commands.demo_pipeline.report import summary_text, write_report
 
         r = self.runner
-        r.run(9, TOTAL_STAGES, "analysis", "Analyse reasoning (FFP/FAR), training curves",
+        r.run(10, TOTAL_STAGES, "analysis", "Analyse reasoning (FFP/FAR), training curves",
               lambda: analyse(self.out), is_done=lambda: (self.out / "analysis" / "ffp" / "analysis.json").is_file())
-        report = r.run(10, TOTAL_STAGES, "report", "Write the report",
+        report = r.run(11, TOTAL_STAGES, "report", "Write the report",
                        lambda: str(write_report(self.out, self.config, r)[1]), is_done=lambda: False)
         self.echo("\n" + summary_text(self.out))
         self.echo(f"\nReport: {report}\n        {Path(report).with_suffix('.md')}")

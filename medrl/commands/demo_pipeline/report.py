@@ -23,6 +23,7 @@ TRAIN_PANELS = (
     ("Total reward", ("reward",)),
     ("Answer reward (R_ans)", ("answer_reward", "rewards/mrpo_answer/mean")),
     ("Process reward (mean step validity)", ("process_reward", "rewards/mrpo_process/mean")),
+    ("Length reward (R_len)", ("rewards/mrpo_length/mean",)),
     ("KL to the warm-up model", ("kl",)),
     ("Completion length (tokens)", ("completions/mean_length",)),
     ("Early-FFP share of rollouts", ("ffp/early",)),
@@ -79,6 +80,9 @@ def write_report(out: Path, config: DemoConfig, runner: StageRunner | None = Non
     ffp_far_section(rep, ctx)
     training_section(rep, ctx)
     hacking_section(rep, ctx)
+    from medrl.commands.demo_pipeline.phantom import phantom_section
+
+    phantom_section(rep, ctx)  # GRPO vs MRPO over seeds on phantoms (known truth)
     examples_section(rep, ctx)
     glance = [ctx.fig_dir / "accuracy.png", ctx.fig_dir / "ffp_stage_shares.png", ctx.fig_dir / "training_curves.png"]
     summary = summary_figure([g for g in glance if g.is_file()], ctx.fig_dir / "summary.png")
@@ -177,16 +181,23 @@ def accuracy_section(rep: Report, ctx: ReportContext) -> None:
                      fmt(d["steps"]["mean_steps"], digits=2), fmt(d["steps"]["valid_step_share"], pct=True), unscored])
     rep.table(["Model", "N", "Judged accuracy (%) [95% CI]", "HSS [95% CI]", "Well-formed (%)", "Mean steps",
                "Valid steps (%)", "Unscored"], body,
-              "Mean [95% percentile bootstrap CI]. Accuracy: the judge's binary verdict on the final answer only. "
+              "Accuracy: share [95% Wilson score CI] (a share of 0 of N still has an upper bound above 0); HSS: "
+              "mean [95% percentile bootstrap CI]. Accuracy: the judge's binary verdict on the final answer only; "
+              "unscored rows are left out of it and counted. "
               "HSS = 0.25 BLEU-1 + 0.25 ROUGE-1 + 0.10 BERTScore + 0.40 embedding cosine (ARMed Eq. 15, offline MiniLM).")
     names = [LABELS[m] for m in MODELS]
     for key, label, fname in (("judge_binary", "Judged accuracy", "accuracy.png"), ("hss", "HSS", "hss.png")):
+        from medrl.eval.stats import honest_interval
+
         ms = [ctx.metrics(m).get(key, {}) for m in MODELS]
+        how = "Wilson" if key == "judge_binary" else "bootstrap"
+        if key == "judge_binary":
+            ms = [honest_interval(x) or {} for x in ms]
         fig = plots.accuracy_bars(names, [x.get("mean") for x in ms], [x.get("low") for x in ms],
                                   [x.get("high") for x in ms], ctx.fig_dir / fname,
                                   ylabel=f"{label} (%)" if key == "judge_binary" else f"{label} (x100)",
-                                  title=f"{label} on {ctx.n_test} VQA-RAD test records (95% bootstrap CI)")
-        rep.figure(fig, f"{label} per model with 95% bootstrap confidence intervals.")
+                                  title=f"{label} on {ctx.n_test} VQA-RAD test records (95% {how} CI)")
+        rep.figure(fig, f"{label} per model with 95% {how} confidence intervals.")
 
 
 def ffp_far_section(rep: Report, ctx: ReportContext) -> None:
@@ -230,10 +241,15 @@ def training_section(rep: Report, ctx: ReportContext) -> None:
     panels: dict[str, dict] = {}
     for name in ("grpo", "mrpo"):
         s = training_series(ctx.out / name)
+        used = set()
         for panel, keys in TRAIN_PANELS:
             key = next((k for k in keys if k in s), None)
             if key:
+                used.update(keys)
                 panels.setdefault(panel, {})[LABELS[name]] = s[key]
+        for key in sorted(s):  # every reward component the total sums, so none is hidden
+            if key.startswith("rewards/") and key.endswith("/mean") and key not in used:
+                panels.setdefault(f"Reward {key.split('/')[1]}", {})[LABELS[name]] = s[key]
     sft = training_series(ctx.out / "sft")
     if "loss" in sft:
         panels = {"Warm-up SFT loss": {"SFT": sft["loss"]}, **panels}
@@ -242,7 +258,9 @@ def training_section(rep: Report, ctx: ReportContext) -> None:
         return
     rep.figure(plots.training_curves(panels, ctx.fig_dir / "training_curves.png",
                                      title="Warm-up SFT, then GRPO vs MRPO from the same model (per step)"),
-               "Per-step training logs (metrics.jsonl in each run folder; also TensorBoard under runs/).")
+               "Per-step training logs (metrics.jsonl in each run folder; also TensorBoard under runs/). The total "
+               "reward is the weighted sum of the reward components, each shown in its own panel; runs with fewer "
+               "than 5 logged steps are drawn as points, not lines.")
     rep.table(["Curve", "Run", "Steps", "First", "Last", "Mean"],
               [[p, r, len(v), fmt(v[0][1]), fmt(v[-1][1]), fmt(sum(y for _, y in v) / len(v))]
                for p, runs in panels.items() for r, v in runs.items() if v])
@@ -309,15 +327,16 @@ def _eval(out: Path, name: str) -> tuple[dict, list[dict]]:
 
 def summary_text(out: Path) -> str:
     """The accuracy/HSS lines printed at the end of a run."""
-    lines = [f"{'model':16s} {'N':>4s}  {'accuracy [95% CI]':24s} {'HSS [95% CI]':24s}"]
+    lines = [f"{'model':16s} {'N':>4s}  {'accuracy [95% CI]':24s} {'HSS [95% CI]':24s} {'unscored':>8s}"]
     for m in MODELS:
         try:
             metrics, _ = _eval(out, m)
         except FileNotFoundError:
             continue
         d = metrics["datasets"][EVAL_DATASET]
+        unscored = (d["metrics"].get("judge_binary") or {}).get("unscored", 0)
         lines.append(f"{LABELS[m]:16s} {d['n']:4d}  {ci_cell(d['metrics'].get('judge_binary'), True):24s} "
-                     f"{ci_cell(d['metrics'].get('hss'), False):24s}")
+                     f"{ci_cell(d['metrics'].get('hss'), False):24s} {unscored:>8}")
     return "\n".join(lines)
 
 
