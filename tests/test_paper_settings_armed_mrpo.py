@@ -23,11 +23,24 @@ def rec(i, answer, question="What is shown?", gold=None, answer_type="OPEN"):
 # ---------------------------------------------------------------------------------------- ARMed
 
 
-def test_armed_trains_on_open_and_closed_and_refine_is_opt_in():
-    from medrl.train.pipeline import pipeline_stages
+def open_and_closed_jsonl(tmp_path):
+    """A jsonl source with one open question and one yes/no (closed) question, both with gold
+    reasoning (so MRPO's require_gold_reasoning keeps them)."""
+    path = tmp_path / "open_closed.jsonl"
+    write_jsonl([with_image(r, tmp_path) for r in (
+        rec(1, "pneumonia", gold="Opacity. Fever."),
+        rec(2, "yes", "Is there a fracture?", gold="The cortex is broken.", answer_type="CLOSED"))], path)
+    return f"jsonl:{path}"
+
+
+def test_armed_trains_on_open_and_closed_and_refine_is_opt_in(tmp_path):
+    from medrl.train.pipeline import load_training_records, pipeline_stages
 
     r = load_recipe("armed")
-    assert r.data["open_only"] is False
+    src = open_and_closed_jsonl(tmp_path)
+    # ARMed keeps the closed (yes/no) question; MRPO (open questions only, Sec. 5.1) drops it
+    assert [x.id for x in load_training_records(r, src)] == ["r1", "r2"]
+    assert [x.id for x in load_training_records(load_recipe("mrpo"), src)] == ["r1"]
     assert [s["kind"] for s in pipeline_stages(r)] == ["rl", "knowledge_injection", "sft", "rl"]
     on = load_recipe("armed", overrides=["data.refine=true"])
     assert [s["kind"] for s in pipeline_stages(on)] == ["refine", "rl", "knowledge_injection", "sft", "rl"]
@@ -100,12 +113,19 @@ def test_empty_knowledge_set_skips_sft(tmp_path, monkeypatch):
     ("armed_ablation_raw", {"armed_textual": 0.4, "armed_semantic": 0.4, "format": 0.2}),
     ("armed_ablation_nosemantic", {"armed_textual": 1.0}),  # Fig. 4: textual correctness only
 ])
-def test_armed_ablation_recipes(name, rewards):
+def test_armed_ablation_recipes(name, rewards, tmp_path):
+    from medrl.train.pipeline import load_training_records, pipeline_stages
+    from medrl.train.recipes import build_grpo_config
+
     r = load_recipe(name, profile="cpu")
     funcs, weights = build_reward_funcs(r)
     assert dict(zip([f.__name__ for f in funcs], weights)) == rewards
-    assert r.data["open_only"] is False and not r.stages
-    assert r.grpo["num_generations"] == 2 and load_recipe(name).grpo["num_generations"] == 8
+    # ARMed's training data (open and closed questions), one RL stage
+    assert [x.id for x in load_training_records(r, open_and_closed_jsonl(tmp_path))] == ["r1", "r2"]
+    assert not pipeline_stages(r)
+    # the group size TRL gets: 2 under the cpu profile, the paper's 8 otherwise
+    assert build_grpo_config(r, tmp_path / "cpu", use_cpu=True).num_generations == 2
+    assert build_grpo_config(load_recipe(name), tmp_path / "full", use_cpu=True).num_generations == 8
 
 
 # ---------------------------------------------------------------------------------------- MRPO

@@ -16,16 +16,19 @@ ALL_RECIPES = ["armed", "armed_ablation_nosemantic", "armed_ablation_raw", "capo
                "sft", "stepgrpo"]
 
 
-def test_every_recipe_ships_and_loads_with_and_without_cpu_profile():
+def test_every_recipe_ships_and_loads_with_and_without_cpu_profile(tmp_path):
     assert set(ALL_RECIPES) <= set(recipes.list_recipes())  # plus the papers' ablation recipes
     for name in recipes.list_recipes():
         full = load_recipe(name)
         cpu = load_recipe(name, profile="cpu")
         assert full.name == name and cpu.profile == "cpu"
         if full.rewards:
-            assert cpu.grpo["num_generations"] == 2 and cpu.grpo["max_steps"] == 2
-            assert cpu.grpo["max_completion_length"] <= 24
-            assert full.grpo["num_generations"] >= 4  # the papers' group sizes, not the profile's
+            # what TRL's trainer is given, not the recipe's dict
+            cpu_cfg = build_grpo_config(cpu, tmp_path, use_cpu=True)
+            assert cpu_cfg.num_generations == 2 and cpu_cfg.max_steps == 2, name
+            assert cpu_cfg.max_completion_length <= 24, name
+            # the papers' group sizes, not the profile's
+            assert build_grpo_config(full, tmp_path, use_cpu=True).num_generations >= 4, name
 
 
 @pytest.mark.parametrize(
@@ -55,18 +58,85 @@ def test_papers_hyperparameters_reach_grpo_config(name, expected, tmp_path):
         assert getattr(cfg, k) == pytest.approx(v) if isinstance(v, float) else getattr(cfg, k) == v, k
 
 
-def test_mrpo_options_and_reward_weights():
+def recipe_methods(recipe):
+    """The methods a run of ``recipe`` composes, as MedGRPOTrainer composes them (its algorithm
+    section resolved, the recipe's ``methods`` or those its algorithm and rewards switch on)."""
+    from medrl.methods import active_method_names, compose
+    from medrl.train.recipes import resolve_algorithm
+
+    alg = resolve_algorithm(recipe.algorithm, recipe.methods)
+    names = recipe.methods or active_method_names(alg, reward_names=[r["name"] for r in recipe.rewards])
+    return alg, compose(names, alg)
+
+
+def test_mrpo_options_and_reward_weights(tmp_path):
+    import math
+    from collections import defaultdict
+    from types import SimpleNamespace
+
+    import torch
+
+    from medrl.methods import MedBatch
+    from medrl.parsing import completion_steps
+
     r = load_recipe("mrpo")
-    assert r.algorithm["advantage"] == "mrpo"
-    assert r.algorithm["mrpo"] == {"tau": 0.6, "shaping": "exponential", "strategy": "selective",
-                                   "answer_reward": "mrpo_answer", "process_reward": "mrpo_process"}
+    alg, methods = recipe_methods(r)
+    # the MRPO method supplies the run's advantages (algorithm.advantage = mrpo), with its paper config
+    (mrpo,) = [m for m in methods if m.advantage == alg["advantage"]]
+    assert mrpo.name == "mrpo" and alg["advantage"] == "mrpo"
+    assert mrpo.config.model_dump() == {"tau": 0.6, "shaping": "exponential", "strategy": "selective",
+                                        "answer_reward": "mrpo_answer", "process_reward": "mrpo_process"}
+    # ... and those settings reach the token advantages (MRPO Eq. 7): the method's own hook on a
+    # batch of two rollouts of one text with steps invalid, valid, invalid and A_i = -1
+    names = [x["name"] for x in r.rewards]
+    trainer = SimpleNamespace(args=None, reward_func_names=names, tools=None, _tokenizer=_CharTokenizer(),
+                              _metrics=defaultdict(lambda: defaultdict(list)))  # what the hooks read
+    mrpo.setup(trainer)
+    text = "<think>The lung is clear. The heart is large. It is cardiomegaly.</think><answer>cardiomegaly</answer>"
+    ids = [ord(c) for c in text] + [0]  # one token per character, then EOS
+    steps = completion_steps(text)
+    assert len(steps) == 3
+    r_ans = [0.58, 0.62]  # tau = 0.6: the first rollout is reshaped (R_ans <= tau), the second is not
+    local = torch.zeros(2, len(names))
+    local[:, names.index("mrpo_answer")] = torch.tensor(r_ans)
+    batch = MedBatch(inputs=[{}, {}], texts=[text, text], completion_ids=[ids, ids], steps=[steps, steps],
+                     step_verdicts=[[False, True, False]] * 2, local_rewards=local,
+                     out={"completion_ids": torch.tensor([ids, ids]), "advantages": torch.tensor([-1.0, -1.0])})
+    adv = mrpo.token_advantages(trainer, batch)
+    assert adv.shape == (2, len(ids))
+    # by hand: K = 3 steps, p_k = (k-1)/(K-1) = 0, 0.5, 1; exponential f(p) = exp(1 - p);
+    # invalid step tokens -f(p_k)|A_i|, valid step tokens +|A_i|, every other token A_i
+    want = [-math.e, 1.0, -1.0]
+    for st, w in zip(steps, want):
+        assert adv[0, st.start:st.end].tolist() == pytest.approx([w] * (st.end - st.start)), st.text
+    outside = [t for t in range(len(ids)) if not any(st.start <= t < st.end for st in steps)]
+    assert adv[0, outside].tolist() == pytest.approx([-1.0] * len(outside))  # tags, answer, EOS keep A_i
+    assert adv[1].tolist() == pytest.approx([-1.0] * len(ids))  # R_ans > tau: not reshaped
+
+    from medrl.judges import build_judge
+
     m = load_recipe("medix_r1")
-    weights = {x["name"]: x["weight"] for x in m.rewards}
+    funcs, _ = build_reward_funcs(m, judge=build_judge("reference"))
+    weights = dict(zip([f.__name__ for f in funcs], build_grpo_config(m, tmp_path, use_cpu=True).reward_weights))
     # MediX-R1 Sec. 2.3: 0.1 format + 0.9 x (0.575 LLM, 0.375 embedding, 0.05 modality)
     assert weights == pytest.approx({"format": 0.10, "medix_llm": 0.9 * 0.575, "medix_embed": 0.9 * 0.375,
                                      "modality": 0.9 * 0.05})
-    sft = load_recipe("sft")
-    assert sft.sft["lora"] == {"r": 8, "alpha": 32, "dropout": 0.05} and sft.sft["learning_rate"] == 2e-5
+    # the weighted total TRL forms from them is the paper's composite reward
+    from medrl.rewards.medix import composite_reward
+
+    parts = {"format": 1.0, "medix_llm": 1.0, "medix_embed": 0.0, "modality": 1.0}
+    assert sum(weights[k] * v for k, v in parts.items()) == pytest.approx(composite_reward(1.0, 1.0, 0.0, 1.0))
+
+    # the SFT stage's settings (MRPO App. C.2): what medrl.train.sft hands to LoRA and SFTConfig
+    from trl import SFTConfig
+
+    from medrl.models.loading import LoraSpec
+    from medrl.train.sft import resolve_options
+
+    ours, sft_kwargs = resolve_options(load_recipe("sft").sft)
+    lora = LoraSpec.coerce(ours["lora"])
+    assert (lora.r, lora.alpha, lora.dropout) == (8, 32, 0.05)
+    assert SFTConfig(output_dir=str(tmp_path), use_cpu=True, **sft_kwargs).learning_rate == 2e-5
 
 
 def test_overrides_profiles_and_merge_order():

@@ -49,9 +49,7 @@ def test_registry_loaders_live_in_their_family_module(module):
     assert {n for n, s in SOURCES.items() if s.needs_files} <= named
 
 
-# slake_hf with no split returns [] for a folder without its JSON files (see the report); the
-# registry's folder check never reaches it there, a direct call does
-NEEDS_FILES = sorted(n for n, s in SOURCES.items() if s.needs_files and n != "slake_hf")
+NEEDS_FILES = sorted(n for n, s in SOURCES.items() if s.needs_files)
 
 
 @pytest.mark.parametrize("name", NEEDS_FILES)
@@ -75,6 +73,28 @@ def test_slake_hf_split_file_missing_is_named(tmp_path):
         load_slake_hf(tmp_path, "validate", path=str(tmp_path))
     with pytest.raises(DataError, match=r"SLAKE has splits \['train', 'validate', 'test'\], not 'holdout'"):
         load_slake_hf(tmp_path, "holdout", path=str(tmp_path))
+
+
+def test_slake_hf_without_split_files_names_the_folder_and_files(tmp_path):
+    """With no split asked, a folder holding none of SLAKE's split files is an error (not ``[]``)."""
+    from medrl.data.sources.hf_copies import load_slake_hf
+
+    with pytest.raises(DataError) as e:
+        load_slake_hf(tmp_path, None, path=str(tmp_path))
+    msg = str(e.value)
+    assert str(tmp_path) in msg and all(f in msg for f in ("train.json", "validation.json", "test.json"))
+
+
+def test_quilt_vqa_without_parquet_names_the_files_looked_for(tmp_path):
+    from medrl.data.sources.quilt_vqa import load_quilt_vqa
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "README.md").write_text("not a parquet file")
+    for split in (None, "test"):
+        with pytest.raises(DataError) as e:
+            load_quilt_vqa(tmp_path, split, path=str(tmp_path))
+        msg = str(e.value)
+        assert str(tmp_path) in msg and "*.parquet" in msg and "None" not in msg
 
 
 def test_old_import_paths_of_pathvqa_and_pmc_vqa():

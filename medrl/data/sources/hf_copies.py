@@ -46,6 +46,7 @@ def load_slake_hf(data_dir: Path, split: str | None = None, *, lang: str | None 
         if split not in files:
             raise DataError(f"SLAKE has splits {list(files)}, not {split!r}")
     out: list[VQARecord] = []
+    found = 0
     for s, f in files.items():
         if split not in (None, s):
             continue
@@ -56,8 +57,12 @@ def load_slake_hf(data_dir: Path, split: str | None = None, *, lang: str | None 
             if split is not None:
                 raise DataError(f"SLAKE split file missing: {root / f}")
             continue
+        found += 1
         entries = read_rows(p)
         out += [r for r in slake._flat(root, entries, s, p, {}, lang) if r.answer]
+    if not found:  # no split asked and no split file at all: the folder is not SLAKE's
+        raise DataError(f"SLAKE (Hugging Face copy): no split file in {root}: looked for train.json, "
+                        "validation.json (or validate.json) and test.json")
     for r in out:
         r.source = "slake_hf"
     return out

@@ -17,6 +17,9 @@ def load_quilt_vqa(data_dir: Path, split: str | None = "test", *, path: str | No
     root = Path(path).resolve() if path else find_root("quilt_vqa", data_dir)
     if split not in (None, "test"):
         raise DataError(f"Quilt-VQA is an evaluation set (split 'test'), not {split!r}")
+    if not any(root.rglob("*.parquet")):  # every parquet file is read, whatever its split name
+        raise DataError(f"Quilt-VQA: no parquet file under {root} (looked for {root}/**/*.parquet; the "
+                        "Hugging Face copy ships data/train-*.parquet)")
     out: list[VQARecord] = []
     for _, f, rows in parquet_rows(root, None, "Quilt-VQA"):
         for i, row in enumerate(rows):
