@@ -135,7 +135,7 @@ class MRPO(Method):
         )
         judged = [i for i in range(n) if flags[i] is not None]
         if cfg.strategy == "selective":
-            reshaped = sum(1 for i in judged if float(r_ans[i]) <= cfg.tau)
+            reshaped = sum(1 for i in judged if bool(r_ans[i] <= cfg.tau))
         else:
             reshaped = len(judged)
         trainer._metrics[batch.mode]["mrpo/reshaped_frac"].append(reshaped / max(n, 1))

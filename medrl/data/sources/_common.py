@@ -156,7 +156,8 @@ def parquet_rows(root: Path, split: str | None, what: str) -> list[tuple[str | N
     files = sorted(root.rglob("*.parquet"))
     picked = [(s, f) for f in files if want_split(split, s := split_of(f.name))]
     if not picked:
-        raise DataError(f"{what}: no {split!r} parquet file under {root} (found {[f.name for f in files][:5]})")
+        which = f"{split!r} parquet file" if split else "parquet file"
+        raise DataError(f"{what}: no {which} under {root} (looked for **/*.parquet; found {[f.name for f in files][:5]})")
     return [(s, f, read_rows(f)) for s, f in picked]
 
 
