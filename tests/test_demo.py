@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from medrl.exit_codes import Exit
 from medrl.commands.demo_pipeline import (
     EVAL_DATASET,
     MODELS,
@@ -273,7 +274,9 @@ def test_cli_without_data_says_where_to_get_it(tmp_path, capsys):
 
     code = main(["demo", "--quick", "--data-dir", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
-    assert code == 2 and DATA_HELP in err and "osf.io" in err
+    # one exit-code table for every command (medrl.exit_codes): missing data is the data code in
+    # demo as in train and audit-rewards, not the usage code
+    assert code == Exit.DATA and DATA_HELP in err and "osf.io" in err
     assert not (tmp_path / "o").exists()
 
 
@@ -282,7 +285,8 @@ def test_cli_data_folder_without_vqa_rad(tmp_path, capsys):
 
     (tmp_path / "data").mkdir()
     code = main(["demo", "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "o")])
-    assert code == 2 and "no vqa_rad/ folder" in capsys.readouterr().err
+    # the exit-code table's data code (medrl.exit_codes), as train and audit-rewards exit
+    assert code == Exit.DATA and "no vqa_rad/ folder" in capsys.readouterr().err
 
 
 def test_cli_help_teaches_time_report_and_gpu(capsys):

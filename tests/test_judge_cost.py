@@ -179,9 +179,7 @@ def test_tokens_cost_and_savings_per_step_equal_the_hand_computed_sums(setup, se
     assert per_step[3]["judge/total_cost_usd"] == pytest.approx(run["cost_usd"])
 
     # the dry-run estimate, from the recipe and the data alone, within 20% of what was asked
-    from medrl.judges.cost import estimate_judge_cost
-
-    from medrl.judges.cost import describe_estimate
+    from medrl.train.cost_estimate import describe_estimate, estimate_judge_cost
 
     est = estimate_judge_cost(recipe, records)
     assert "requests 24 (answer_correct 24)" in "\n".join(describe_estimate(est))  # 3 steps x 8 rollouts

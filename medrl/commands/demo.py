@@ -106,13 +106,14 @@ def run(args) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
     from medrl.commands.demo_pipeline import DemoStateMismatch, make_config, run_demo
+    from medrl.exit_codes import Exit
     from medrl.paths import DATA_HELP, data_root
 
     try:
         data_root(args.data_dir)
-    except FileNotFoundError as exc:
+    except FileNotFoundError as exc:  # missing data: the table's data code, as train and audit-rewards
         print(f"medrl demo: {exc}", file=sys.stderr)
-        return 2
+        return int(Exit.DATA)
     eval_limit = args.eval_limit
     config = make_config(
         args.quick, model=args.model, judge=args.judge, judge_base_url=args.judge_base_url, seed=args.seed,
@@ -132,7 +133,7 @@ def run(args) -> int:
                         images=True, image_max_side=config.judge_image_max_side)
         except ValueError as exc:
             print(f"medrl demo: {exc}", file=sys.stderr)
-            return 2
+            return int(Exit.USAGE)
     out = args.out or ("demo_out/quick" if args.quick else "demo_out/full")
     threads = args.threads or auto_threads()
     if threads:
@@ -147,17 +148,17 @@ def run(args) -> int:
                  judge_api_key_env=args.judge_api_key_env)
     except DemoStateMismatch as exc:
         print(f"medrl demo: {exc}", file=sys.stderr)
-        return 2
+        return int(Exit.USAGE)
     except FileNotFoundError as exc:
         if "vqa_rad" in str(exc) or DATA_HELP in str(exc):
             print(f"medrl demo: {exc}", file=sys.stderr)
-            return 2
+            return int(Exit.DATA)
         raise
     except KeyboardInterrupt:
         print(f"\nmedrl demo: interrupted; finished work is kept in {out}. Rerun the same command to "
               "resume.", file=sys.stderr)
-        return 130
-    return 0
+        return int(Exit.INTERRUPTED)
+    return int(Exit.OK)
 
 
 def auto_threads() -> int | None:

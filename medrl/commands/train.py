@@ -31,11 +31,19 @@ Examples:
   medrl train --recipe mrpo --model runs/warmup ...                  # after an optional SFT warm-up
   medrl train --recipe mrpo --model tiny --data vqa_rad --profile cpu --out runs/try
   medrl train --recipe mrpo ... --out runs/mrpo                     # rerun: resumes from the last checkpoint
+  medrl train --recipe medix_r1 ... --probe-data vqa_rad:test \
+      --set grpo.metric_for_best_model=monitor/probe_accuracy        # keep the best checkpoint (<out>/best)
   medrl train --recipe gdpo ... --set grpo.learning_rate=2e-6 --set algorithm.mrpo.tau=0.5
   medrl train --recipe mrpo ... --set algorithm.mrpo.shaping=linear  # MRPO App. D.2 ablation
   medrl train --recipe armed --dry-run                               # rewards, batch, GRPOConfig, encoders; no training
   medrl train --recipe medix_r1 --dry-run --num-processes 4          # the batch TRL gets on 4 processes
   medrl train --recipe grpo --reward mypkg.rewards:my_reward=0.5 ... # add your own reward (TRL's signature)
+
+Data: --data, else the first source of the recipe's data.prefer found in the data folders
+(medix_r1 prefers its own training data, medix_rl:train), else vqa_rad; the choice is printed and
+saved in config.yaml, so a rerun on another source is refused like any other setting.
+--probe-data names held-out records (loaded with the recipe's filters) for the best checkpoint
+(grpo.metric_for_best_model) and the hacking monitor's probe (monitor.probe_every).
 
 Batch: a recipe's `batch` section states the paper's batch (prompts per update, updates per
 rollout); per-process batch size and gradient accumulation are derived at start for the number of
@@ -60,9 +68,16 @@ def add_arguments(p) -> None:
     p.add_argument("--model", default=None,
                    help="policy: a model folder, a Hugging Face id in the local cache, 'tiny' or 'default' "
                    "(required unless --dry-run)")
-    p.add_argument("--data", default="vqa_rad",
+    p.add_argument("--data", default=None,
                    help="data source: vqa_rad, vqa_rad:train, slake, jsonl:PATH, hf:PATH, or datasets joined "
-                   "with '+' (pathvqa+slake+vqa_rad, ARMed's training union) (default: vqa_rad)")
+                   "with '+' (pathvqa+slake+vqa_rad, ARMed's training union) (default: the first source of the "
+                   "recipe's data.prefer found in the data folders - medix_r1 prefers medix_rl:train - else "
+                   "vqa_rad; the choice is printed and saved in config.yaml)")
+    p.add_argument("--probe-data", default=None, metavar="SPEC",
+                   help="held-out records (a source like --data, e.g. vqa_rad:test; loaded with the recipe's "
+                   "same filters) that score the policy during training: the best checkpoint "
+                   "(grpo.metric_for_best_model -> <out>/best) and the hacking monitor's probe "
+                   "(monitor.probe_every). Give a split the run does not train on")
     p.add_argument("--data-dir", default=None,
                    help="folder holding vqa_rad/, slake/, ... (default: the first of $MEDRL_DATA_DIR, ./data, "
                    "../shared/data that holds the dataset)")
@@ -304,8 +319,13 @@ def _run(args) -> int:
     except ValueError as exc:
         print(f"medrl train: {exc}", file=sys.stderr)
         return int(Exit.USAGE)
+    from medrl.train.pipeline import training_source
+
+    # --data, else the recipe's preferred source when present (printed); saved and checked on resume
+    args.data = training_source(recipe, args.data, args.data_dir)
     resolved = {"recipe": recipe.to_dict(), "run": {
-        "model": args.model, "data": args.data, "data_dir": args.data_dir, "judge": args.judge,
+        "model": args.model, "data": args.data, "probe_data": getattr(args, "probe_data", None),
+        "data_dir": args.data_dir, "judge": args.judge,
         "judge_base_url": args.judge_base_url, "judge_images": bool(getattr(args, "judge_images", False)),
         "limit": args.limit, "lora": args.lora}}
     if args.dry_run:
@@ -426,6 +446,30 @@ def _build_judge(args, recipe, *, probe: bool = False):
     return judge, images, side
 
 
+def _load_probe_records(args, recipe, train_records) -> list | None:
+    """``--probe-data``: held-out records, loaded as the training data is (the recipe's filters);
+    None without the option. Raises :class:`~medrl.data.DataError` when none is left; warns when
+    they share record ids with the training data (a probe on training records measures recall)."""
+    import sys
+
+    from medrl.data import DataError
+    from medrl.train.pipeline import load_training_records
+
+    spec = getattr(args, "probe_data", None)
+    if not spec:
+        return None
+    probe = load_training_records(recipe, spec, data_dir=args.data_dir, report={})
+    if not probe:
+        raise DataError(f"--probe-data {spec}: no records left after the recipe's filters (data: {dict(recipe.data)})")
+    seen = {getattr(r, "id", None) for r in train_records}
+    shared = sum(1 for r in probe if getattr(r, "id", None) in seen)
+    print(f"probe records: {len(probe)} from {spec}" + (f" ({shared} also in the training data)" if shared else ""))
+    if shared:
+        print(f"medrl train: warning: {shared} of {len(probe)} --probe-data records are training records too; "
+              "give a held-out split (e.g. vqa_rad:test)", file=sys.stderr)
+    return probe
+
+
 def _data_error(exc) -> str:
     """A data error's message with hints only for options ``medrl train`` has."""
     from medrl.exit_codes import command_hint
@@ -490,6 +534,10 @@ def preflight(args, recipe, resolved: dict) -> int:
     print(f"records: {len(records)} (gold reasoning: {g.get('matched', 0)} matched, {g.get('unmatched', 0)} unmatched"
           f"{', unmatched dropped' if g.get('required') else ''})")
     try:
+        _load_probe_records(args, recipe, records)
+    except DataError as exc:
+        return fail(Exit.DATA, _data_error(exc))
+    try:
         judge, _, _ = _build_judge(args, recipe, probe=True)
     except (ValueError, RuntimeError) as exc:
         return fail(Exit.USAGE, exc)
@@ -499,7 +547,7 @@ def preflight(args, recipe, resolved: dict) -> int:
             print(f"preflight: FAILED (exit {code})", file=sys.stderr)
             return code
         try:  # judge requests, tokens, cost (an estimate; never a reason to fail the preflight)
-            from medrl.judges.cost import describe_estimate, estimate_judge_cost
+            from medrl.train.cost_estimate import describe_estimate, estimate_judge_cost
 
             est = estimate_judge_cost(recipe, records, num_processes=getattr(args, "num_processes", None) or 1)
             print("\n".join(describe_estimate(est)))
@@ -578,6 +626,11 @@ def _train(args, recipe, resolved: dict, out, resume) -> int:
     print(f"records: {len(records)} (gold reasoning: {g.get('matched', 0)} matched, {g.get('unmatched', 0)} unmatched"
           f"{', unmatched dropped' if g.get('required') else ''})")
     try:
+        probe_records = _load_probe_records(args, recipe, records)
+    except DataError as exc:
+        print(f"medrl train: {_data_error(exc)}", file=sys.stderr)
+        return int(Exit.DATA)
+    try:
         judge, images, side = _build_judge(args, recipe)
     except (ValueError, RuntimeError) as exc:
         print(f"medrl train: {exc}", file=sys.stderr)
@@ -617,7 +670,7 @@ def _train(args, recipe, resolved: dict, out, resume) -> int:
     started = time.time() - 1.0  # a final/ from an earlier, shorter run of this folder is not this run's
     try:
         final = run_recipe(recipe, args.model, records, out, judge=judge, resume=resume,
-                           lora=True if args.lora else None, callbacks=cbs)
+                           lora=True if args.lora else None, callbacks=cbs, probe_records=probe_records)
     except BaseException:
         if not outcome.started and not _has_run(out):  # a failed start leaves the folder as it was
             if cfg_before is None:

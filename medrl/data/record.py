@@ -8,8 +8,9 @@ Only the standard library is imported here, so ``import medrl.data`` stays insta
 Text is sanitised at this boundary: every string field of a record (and of its ``extras``) has
 lone surrogates replaced by U+FFFD (:func:`medrl.text.clean_text`), so a bad byte in a data file
 cannot crash a tokenizer, a cache key or a file write later. Non-string answers (VQA-RAD has
-integers) are converted to text and counted; :func:`medrl.data.validate.validate_records` logs
-the count and puts it in ``report["converted_answers"]``.
+integers) are converted to text and the record remembers it (:func:`answer_converted_from`);
+:func:`medrl.data.validate.validate_records` counts the records it keeps that had one, logs the
+count and puts it in ``report["converted_answers"]``.
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
-from collections import Counter
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable
@@ -34,22 +33,25 @@ class DataError(ValueError):
 _YES_NO = {"yes", "no"}
 
 
-_CONVERTED: Counter = Counter()  # non-string answers converted since the last take_converted()
-_CONVERTED_LOCK = threading.Lock()
+class _ConvertedAnswer(str):
+    """Answer text made from a number; carries the number's type name (``converted_from``) from
+    :func:`normalize_answer_text` to the :class:`VQARecord` built with it, which keeps the name
+    and stores the answer as a plain ``str``."""
+
+    converted_from: str = ""
 
 
-def take_converted() -> Counter:
-    """Non-string answers converted by :func:`normalize_answer_text` since the last call, by
-    type name (the counter is reset)."""
-    with _CONVERTED_LOCK:
-        out = Counter(_CONVERTED)
-        _CONVERTED.clear()
-    return out
+def answer_converted_from(rec: "VQARecord") -> str | None:
+    """The type name (``int``, ``float``, ``bool``) of ``rec``'s answer in its source file when
+    the loader converted it to text; None for an answer that was text. Not saved to JSONL: a
+    written record's answer is text."""
+    return getattr(rec, "_answer_converted_from", None)
 
 
 def normalize_answer_text(answer: Any, where: str = "") -> str:
     """Answers are strings: ints (VQA-RAD has a few: ``4``, ``12``) and floats become text
-    (counted: see :func:`take_converted`); lone surrogates become U+FFFD. An object or a list
+    (a record built with it remembers: :func:`answer_converted_from`); lone surrogates become
+    U+FFFD. An object or a list
     (``{"text": "yes"}``) is not guessed at: :class:`DataError` naming ``where`` (file and
     line/record) and the value, rather than the text ``"{'text': 'yes'}"``."""
     if answer is None:
@@ -63,13 +65,14 @@ def normalize_answer_text(answer: Any, where: str = "") -> str:
         shown = shown if len(shown) <= 80 else shown[:77] + "..."
         raise DataError(f"{where + ': ' if where else ''}field 'answer' is {kind} ({shown}); an answer must be "
                         "text or a number - write the answer text itself")
-    with _CONVERTED_LOCK:
-        _CONVERTED[type(answer).__name__] += 1
+    kind = type(answer).__name__
     if isinstance(answer, bool):
-        return "yes" if answer else "no"
-    if isinstance(answer, float) and answer.is_integer():
-        answer = int(answer)
-    return str(answer).strip()
+        text = "yes" if answer else "no"
+    else:
+        text = str(int(answer) if isinstance(answer, float) and answer.is_integer() else answer).strip()
+    out = _ConvertedAnswer(text)
+    out.converted_from = kind
+    return out
 
 
 def is_yes_no(answer: str | None) -> bool:
@@ -134,6 +137,10 @@ class VQARecord:
     extras: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        # a number converted to text by normalize_answer_text: remembered, stored as plain text
+        self._answer_converted_from = getattr(self.answer, "converted_from", None) or None
+        if isinstance(self.answer, _ConvertedAnswer):
+            self.answer = str(self.answer)
         # the one boundary every loader passes: no lone surrogate gets past a record
         for name in ("id", "question", "answer", "gold_reasoning", "modality", "organ", "question_type"):
             v = getattr(self, name)

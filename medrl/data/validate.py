@@ -8,8 +8,8 @@ failing later inside a trainer. ``skip_invalid=True`` drops bad records and coun
 
 A record id that occurs twice is an error naming both records (their lines for a JSONL file):
 eval folders, caches and result logs key rows by id, so the second would silently take the
-first one's place. Non-string answers converted on loading are counted here
-(``report["converted_answers"]``) with one warning.
+first one's place. The kept records whose answer was converted from a number on loading are
+counted here (``report["converted_answers"]``) with one warning.
 """
 
 from __future__ import annotations
@@ -17,18 +17,21 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+from collections import Counter
 from typing import Iterable
 
-from medrl.data.record import DataError, VQARecord, _count_invalid, take_converted
+from medrl.data.record import DataError, VQARecord, _count_invalid, answer_converted_from
+from medrl.parsing import MAX_TEXT_CHARS, max_question_chars
 
 log = logging.getLogger(__name__)
 
 
-#: Longest question accepted, in characters (``$MEDRL_MAX_QUESTION_CHARS`` overrides). Medical VQA
-#: questions are under 1,000 characters; a longer one is a broken record (a file pasted into a
-#: field), and generating on it would fill the model's context for minutes. The policy side
-#: also checks the rendered prompt in tokens (:func:`medrl.models.generation.generate`).
-MAX_QUESTION_CHARS = 20_000
+#: Longest question accepted, in characters (``$MEDRL_MAX_QUESTION_CHARS`` overrides): the one text
+#: cap of :mod:`medrl.parsing` (answers are capped by it too). A longer question is a broken
+#: record (a file pasted into a field), and generating on it would fill the model's context for
+#: minutes. The policy side also checks the rendered prompt in tokens
+#: (:func:`medrl.models.generation.generate`).
+MAX_QUESTION_CHARS = MAX_TEXT_CHARS
 #: ``extras`` key where a loader leaves per-record problems it found while building a record
 #: (a malformed field, an image path outside the data root), so that validation reports them
 #: naming file and record, and ``skip_invalid`` can skip the record instead of the load failing.
@@ -43,11 +46,6 @@ def invalid_record(rid: str, problems: list[str], *, lang: str | None = "en", **
     if lang:
         extras["lang"] = lang
     return VQARecord(id=rid, images=[], question="", answer="", extras=extras, **fields)
-
-
-def max_question_chars() -> int:
-    raw = os.environ.get("MEDRL_MAX_QUESTION_CHARS", "").strip()
-    return int(raw) if raw.isdigit() and int(raw) > 0 else MAX_QUESTION_CHARS
 
 
 def image_problem(path: str) -> str | None:
@@ -145,7 +143,9 @@ def validate_records(
             continue
         first_seen[rec.id] = pos
         good.append(rec)
-    converted = take_converted()
+    # the records kept whose answer was a number in the source (this load's, not the loader's
+    # other passes over the file)
+    converted = Counter(kind for kind in map(answer_converted_from, good) if kind)
     if converted:
         n = sum(converted.values())
         kinds = ", ".join(f"{c} {t}" for t, c in converted.most_common())

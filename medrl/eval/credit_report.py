@@ -347,7 +347,8 @@ def add_credit_section(rep: Report, rows_by_run: Mapping[str, Sequence[dict]], f
     fig = plot_position_profile(profiles, Path(fig_dir) / "credit_by_position.png")
     rep.figure(fig, "Wrong-answer rollouts (R_ans <= tau): left, mean token advantage of a step by its relative "
                     "position p_k; right, each step's advantage / |A_i|, with MRPO's -e^(1-p) for invalid steps "
-                    "(GRPO gives every token A_i, i.e. -1 here).")
+                    "(GRPO gives every token A_i, so its steps lie at A_i / |A_i|: +1 or -1 by the sign of "
+                    "A_i; the dotted line marks -1).")
     rep.table(["Run", "p_k bin", "Steps", "Mean token advantage", "Invalid steps", "Invalid: A / |A_i|",
                "Valid steps", "Valid: A / |A_i|"],
               [[name, b["bin"], b["n"], fmt(b["mean"]), b["n_invalid"], fmt(b["invalid_scaled"]),

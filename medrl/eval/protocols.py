@@ -408,10 +408,12 @@ def _group_value(row: dict, group: str) -> str | None:
 
 
 def _ci(values: list, **boot) -> dict:
-    from medrl.eval.stats import mean_ci
+    """Mean and interval of the scored values: Wilson's interval for 0/1 scores (a proportion;
+    a bootstrap of 0 of n collapses to [0, 0]), the bootstrap otherwise (:func:`medrl.eval.stats.score_ci`)."""
+    from medrl.eval.stats import score_ci
 
     vals = [v for v in values if v is not None]
-    ci = mean_ci(vals, **boot)
+    ci = score_ci(vals, **boot)
     ci["unscored"] = len(values) - len(vals)
     return ci
 

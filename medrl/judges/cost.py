@@ -264,16 +264,6 @@ def attach_judge_cost(trainer: Any, judge: Any) -> JudgeCostCallback | None:
     return cb
 
 
-def __getattr__(name: str):
-    # the training-cost estimate moved to medrl.train.cost_estimate (the judges layer imports
-    # nothing above it); the old names keep working, resolved on first use
-    if name in ("estimate_judge_cost", "describe_estimate"):
-        import importlib
-
-        return getattr(importlib.import_module("medrl.train.cost_estimate"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 __all__ = ["Budget", "COST_FILE", "JudgeCostCallback", "Price", "attach_judge_cost", "bind_trainer_callbacks", "configure_judge_cost",
            "cost_fields", "cost_summary", "judge_price", "parse_budget",
            "stats_snapshot"]

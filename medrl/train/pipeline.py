@@ -197,7 +197,7 @@ def train_rl(
                     "training stops if the parsed content loses the <think> block (medrl.train.guards)")
     cls = trainer_cls or MedGRPOTrainer
     kwargs = (dict(algorithm=recipe.algorithm, methods=recipe.methods or None, judge=judge,
-                   monitor=recipe.monitor or None)
+                   monitor=recipe.monitor or None, probe_records=probe_records)
               if issubclass(cls, MedGRPOTrainer) else {})
     trainer = cls(
         model=policy, processing_class=processor, reward_funcs=funcs, args=args, train_dataset=dataset,

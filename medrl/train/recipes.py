@@ -530,17 +530,43 @@ def custom_reward(spec: str, options: dict | None = None, *, where: str = "rewar
     if params and inspect.Parameter.VAR_KEYWORD not in kinds and "completions" not in params:
         raise RecipeError(f"{where}: {spec!r} does not take TRL's reward arguments "
                           "(prompts, completions, **columns)")
+    def before() -> None:  # the trainer clears the wrapper's rows; clear the function's too
+        if getattr(obj, "last_unscorable", None) is not None:
+            obj.last_unscorable = None
+
+    def after() -> None:  # rows the function marked UNSCORABLE in this call, where the trainer reads them
+        wrapper.last_unscorable = getattr(obj, "last_unscorable", None)
+
     if inspect.iscoroutinefunction(obj) or inspect.iscoroutinefunction(getattr(obj, "__call__", None)):
         @functools.wraps(obj)
         async def wrapper(*args, **kwargs):
-            return await obj(*args, **kwargs)
+            before()
+            out = await obj(*args, **kwargs)
+            after()
+            return out
     else:
         @functools.wraps(obj)
         def wrapper(*args, **kwargs):
-            return obj(*args, **kwargs)
+            before()
+            out = obj(*args, **kwargs)
+            after()
+            return out
+    # functools.wraps copies a function's own attributes once; an object's class attributes and
+    # methods (a stateful reward's state_dict) are not among them
+    for attr in FORWARDED_REWARD_ATTRS:
+        if attr not in wrapper.__dict__ and hasattr(obj, attr):
+            setattr(wrapper, attr, getattr(obj, attr))
+    wrapper.last_unscorable = getattr(obj, "last_unscorable", None)
     wrapper.__name__ = spec
     wrapper.__wrapped__ = obj
     return wrapper
+
+
+#: what the trainer and its methods read from a reward function besides calling it (declared
+#: batch outputs, the shared correctness, checkpointed state, the judge task); a custom reward's
+#: wrapper carries them, and forwards ``last_unscorable`` (the rows it could not score) per call
+FORWARDED_REWARD_ATTRS = ("outputs", "batch_outputs", "uses_correctness", "checkpoint_state", "state_dict",
+                          "load_state_dict", "judge_task", "reads_gold_reasoning", "semantic")
 
 
 def recipe_uses_judge(recipe: Recipe) -> bool:

@@ -88,10 +88,12 @@ class MedGRPOTrainer(GRPOTrainer):
         judge: the judge behind the judged rewards and the correctness decision.
         monitor: reward-hacking monitor settings (:class:`medrl.train.monitor.MonitorConfig`, a
             dict, or False); default: the ``algorithm.monitor`` section.
+        probe_records: held-out records the monitor's probe answers (``monitor.probe_every``);
+            default: the first rows of ``eval_dataset``.
     """
 
     def __init__(self, *args, algorithm: dict | None = None, methods: Sequence[str | Method] | None = None,
-                 judge: Any = None, monitor: Any = None, **kwargs):
+                 judge: Any = None, monitor: Any = None, probe_records: Sequence | None = None, **kwargs):
         from medrl.methods import active_method_names
 
         names = [m for m in (methods or ()) if isinstance(m, str)]
@@ -131,7 +133,8 @@ class MedGRPOTrainer(GRPOTrainer):
         from medrl.train.dynamic_sampling import attach_dynamic_sampling
         from medrl.train.monitor import attach_monitor
 
-        self._monitor = attach_monitor(self, monitor)  # reward-hacking monitor; on by default
+        # reward-hacking monitor; on by default
+        self._monitor = attach_monitor(self, monitor, probe_records=probe_records)
         self._judge_cost = attach_judge_cost(self, judge)  # judge tokens, cost, budget (medrl.judges.cost)
         self._dynamic = attach_dynamic_sampling(self)  # DAPO dynamic sampling; None = off
 

@@ -27,9 +27,12 @@ def test_help_quotes_the_default_and_quick_settings_from_one_place():
     assert a.steps is None and a.sft_steps is None and a.judge == "reference" and a.model == "default"
 
 
-def test_missing_data_folder_exits_2_with_where_to_get_the_data(tmp_path, capsys):
+def test_missing_data_folder_exits_with_the_data_code_and_where_to_get_the_data(tmp_path, capsys):
+    from medrl.exit_codes import Exit
+
     _, a = parse(["--data-dir", str(tmp_path / "nope"), "--out", str(tmp_path / "out")])
-    assert demo.run(a) == 2
+    # one exit-code table for every command (medrl.exit_codes): missing data is the data code (4)
+    assert demo.run(a) == Exit.DATA
     err = capsys.readouterr().err
     assert "no medical VQA data folder found" in err and DATA_HELP in err
     assert not (tmp_path / "out").exists()
