@@ -123,6 +123,7 @@ class Demo:
             f"grpo.use_cpu={'true' if cpu else 'false'}",
             "grpo.bf16=false",
             "encoders.substitute=true",  # the offline MiniLM for the papers' encoders, whatever the env says
+            "data.max_pixels=802816",  # MRPO's official pixel cap, for both stages: only the advantage differs
             "algorithm.log_credit_every=1",
             f"algorithm.log_credit_rollouts={batch}",
         ]
