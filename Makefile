@@ -30,12 +30,12 @@ test-slow: setup
 	DS_BUILD_OPS=0 $(PY) -m pip install -q 'deepspeed>=0.17' || echo "deepspeed not installed: its ZeRO tests skip"
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q -m slow
 
-# GPU suite (tests/test_gpu_*.py, marker `gpu`, never in `make test`): the family matrix in bf16,
+# GPU suite (tests/gpu/, marker `gpu`, never in `make test`): the family matrix in bf16,
 # vLLM colocate + server rollouts, DeepSpeed ZeRO-2/3 and FSDP via accelerate launch (1 and 2
 # processes), `medrl eval --backend vllm`. Every test skips with its reason when CUDA, a second
 # GPU, vLLM or DeepSpeed is missing (pip install '.[vllm]' deepspeed on the GPU machine).
 test-gpu: setup
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q -rs -m gpu tests/test_gpu_*.py
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q -rs -m gpu tests/gpu/ tests/effects/test_gpu_profile.py
 
 demo: setup
 	HF_HUB_OFFLINE=1 $(VENV)/bin/medrl demo $(ARGS)

@@ -10,7 +10,10 @@ import pytest
 
 # Tests live in per-package folders (tests/<package>/test_<module>.py) and run under
 # --import-mode=importlib; the shared helpers here (synthetic.py, fake_openai.py) stay importable.
-sys.path.append(str(Path(__file__).resolve().parent))
+_TESTS = Path(__file__).resolve().parent
+sys.path.append(str(_TESTS))
+# a few tests reuse another test module's fixtures or fakes by its (unique) basename
+sys.path.extend(str(d) for d in sorted(_TESTS.iterdir()) if d.is_dir() and not d.name.startswith((".", "_")))
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

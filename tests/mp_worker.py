@@ -1,4 +1,4 @@
-"""Worker of ``tests/test_multiprocess_backends.py``, run under ``accelerate launch`` on CPU
+"""Worker of ``tests/scenarios/test_multiprocess_backends.py``, run under ``accelerate launch`` on CPU
 processes: ``python tests/mp_worker.py SPEC.json``.
 
 One optimizer step of a medrl recipe on the tiny model, on fixed rollouts (no sampling: every

@@ -3,7 +3,7 @@
 ``load_policy`` goes through the Auto classes (``AutoModelForImageTextToText`` /
 ``AutoProcessor``), so Qwen2-VL, Qwen2.5-VL, Qwen3-VL, InternVL3 (``-hf`` checkpoints),
 SmolVLM/Idefics3, LLaVA, LLaVA-NeXT and Gemma 3 all load the same way (each family is tested
-offline on a tiny build: ``medrl.models.families``, ``tests/test_family_matrix.py``). Fixes
+offline on a tiny build: ``medrl.models.families``, ``tests/models/test_families.py``). Fixes
 applied to every processor: left padding (batched generation needs the prompt flush against the completion), a pad token
 (falls back to EOS), and, where the stock processor cannot be built because its video processor
 needs torchvision, the image-only variant of :mod:`medrl.models.processors`.

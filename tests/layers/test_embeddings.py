@@ -45,7 +45,7 @@ def test_every_registered_encoder_option_is_listed():
     # these two factories take **options and hand the encoder options to AdaptiveSemanticReward
     takes = {"armed_adaptive_semantic": AdaptiveSemanticReward, "armed": AdaptiveSemanticReward}
     # steprar's embedding-matching `model` has no entry yet: adding it changes the encoders every
-    # StepGRPO recipe lists (tests/test_paper_settings_encoders.py expects none)
+    # StepGRPO recipe lists (tests/recipes/test_paper_settings_encoders.py expects none)
     for name in set(REWARDS.names()) - {"steprar"}:
         params = set(inspect.signature(takes.get(name, REWARDS.get(name))).parameters)
         for option in {"model", "bertscore_model"} & params:

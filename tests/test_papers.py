@@ -185,7 +185,7 @@ def test_medix_table4_text_and_vlm_split():
 # --------------------------------------------------------------------------- ablation recipes
 # CAPO Table 4 (reward subsets) and its GRPO baseline; MediX-R1 Table 4 (reward subsets). Each
 # runs two RL steps on the tiny model with real VQA-RAD records and teacher rollouts (see
-# tests/test_train_integration.py); one runs by default, the rest are slow.
+# tests/scenarios/test_train_integration.py); one runs by default, the rest are slow.
 from test_train_integration import _check_trained, _two_steps, judge, records, tiny  # noqa: E402,F401
 
 ABLATIONS = {

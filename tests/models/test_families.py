@@ -9,7 +9,7 @@ rollouts; MRPO's token advantages land on the step tokens (each step's token spa
 to the step text); save, reload and resume give identical logits.
 
 ``DEFAULT_FAMILY`` runs in the default suite; the other families run under ``-m slow``
-(``make test-slow``), one family at a time if wanted: ``pytest -m slow -k gemma3 tests/test_family_matrix.py``.
+(``make test-slow``), one family at a time if wanted: ``pytest -m slow -k gemma3 tests/models/test_families.py``.
 """
 
 from __future__ import annotations

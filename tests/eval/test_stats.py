@@ -98,7 +98,7 @@ def test_cohen_kappa_uses_sklearn_and_keeps_hand_values():
 
 
 def test_analyze_compare_prints_mcnemar_and_paired_interval(tmp_path, capsys):
-    from test_analysis_workflows import _two_runs
+    from test_workflows import _two_runs
 
     a, b = _two_runs(tmp_path)
     assert main(["analyze", "--compare", str(a), str(b), "--out", str(tmp_path / "cmp"), "--bootstrap", "300"]) == 0

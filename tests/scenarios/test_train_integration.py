@@ -27,7 +27,7 @@ from medrl.train.recipes import load_recipe
 pytestmark = [pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning"),
               pytest.mark.usefixtures("one_torch_thread")]
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 MAX_LEN = 32  # completion tokens; the teacher texts below fit in it
 
 

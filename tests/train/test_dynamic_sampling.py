@@ -16,7 +16,7 @@ import torch
 from medrl.train.dynamic_sampling import (DynamicSamplingConfig, extra_prompt_indices, flat_groups, merge_rows,
                                           select_groups, split_rows)
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 pytestmark = [pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")]
 
 NAN = float("nan")
@@ -229,7 +229,7 @@ def test_one_and_two_processes_build_the_same_batch(setup, tmp_path):
                "--worker", str(path)]
         env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", OMP_NUM_THREADS="1",
                    MASTER_ADDR="127.0.0.1", CUDA_VISIBLE_DEVICES="",
-                   PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]))
+                   PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")]))
         proc = subprocess.run(cmd, env=env, timeout=900, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr[-4000:]
         ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in range(world)]

@@ -17,7 +17,7 @@ third stops an MRPO run after step 1 under each engine and resumes it from its c
 step 2, ending with the parameters of one process training both steps without a break.
 Every test is slow (two processes each import torch and TRL;
 the first DeepSpeed run JIT-builds its shared-memory op): ``pytest -m slow
-tests/test_multiprocess_backends.py``. Results and timings: docs/training.md, "Multi-process on CPU".
+tests/scenarios/test_multiprocess_backends.py``. Results and timings: docs/training.md, "Multi-process on CPU".
 """
 
 from __future__ import annotations
@@ -41,9 +41,9 @@ pytest.importorskip("accelerate")
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")]
 
-REPO = Path(__file__).resolve().parents[1]
-CONFIGS = Path(__file__).resolve().parent / "accelerate_configs"
-WORKER = Path(__file__).resolve().parent / "mp_worker.py"
+REPO = Path(__file__).resolve().parents[2]
+CONFIGS = Path(__file__).resolve().parents[1] / "accelerate_configs"
+WORKER = Path(__file__).resolve().parents[1] / "mp_worker.py"
 
 #: per engine: its config file, the environment its CPU processes need, what must have run.
 #: Every engine's run also gets ``grpo.ddp_backend='gloo'`` (see :func:`_spec`).

@@ -140,7 +140,7 @@ def test_credit_report_renders_shaded_text_in_chromium(tmp_path):
     """The shaded tokens are visible in headless Chromium: red and blue token backgrounds."""
     import numpy as np
     from PIL import Image
-    from test_eval_report_html import need_chromium, screenshot
+    from test_report import need_chromium, screenshot
 
     need_chromium()
     _runs(tmp_path)

@@ -7,7 +7,7 @@ from medrl.cli import main
 from medrl.eval import workflows as W
 from medrl.eval.runner import EvalDataset, load_run, rescore_run, run_eval
 
-from test_eval_runner import FakeGenerator, FakeJudge, records
+from test_runner import FakeGenerator, FakeJudge, records
 
 
 def _two_runs(tmp_path):

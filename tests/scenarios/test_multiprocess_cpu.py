@@ -11,7 +11,7 @@
 3. One optimizer step of GRPO and MRPO on fixed rollouts under DDP with two CPU processes gives
    the same per-rollout (token) advantages, the same logged loss and the same parameters as one
    process (gloo). FSDP2 and DeepSpeed ZeRO-2/3 on CPU are proven the same way in
-   ``tests/test_multiprocess_backends.py``.
+   ``tests/scenarios/test_multiprocess_backends.py``.
 
 The worker is this file run as a script (``--worker SPEC.json``) under ``accelerate launch``.
 Everything here is slow (two processes each import torch/TRL): ``pytest -m slow``.
@@ -28,7 +28,7 @@ from pathlib import Path
 
 from synthetic import score_right_and_wrong, synthetic_records, teacher_text, wrong_text
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 MAX_LEN = 40
 
 
@@ -158,7 +158,8 @@ def launch_worker(spec: dict, workdir: Path, launcher_args: list[str], *, env: d
     path.write_text(json.dumps(spec, default=str))
     full_env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
                     OMP_NUM_THREADS="1", MASTER_ADDR="127.0.0.1")
-    full_env["PYTHONPATH"] = os.pathsep.join([str(REPO), full_env.get("PYTHONPATH", "")])
+    # the worker is this file run as a script: REPO for medrl, tests/ for the shared test helpers
+    full_env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(REPO / "tests"), full_env.get("PYTHONPATH", "")])
     full_env.update(env or {})
     cmd = [sys.executable, "-m", "accelerate.commands.launch", *launcher_args, "--num_machines", "1",
            "--dynamo_backend", "no", "--main_process_port", str(_free_port()),

@@ -8,7 +8,7 @@ On a CUDA machine it runs:
 * vLLM rollouts for MRPO (two steps): ``colocate`` in-process and ``server`` (``trl vllm-serve``
   on one GPU, training on another);
 * DeepSpeed ZeRO-2 / ZeRO-3 and FSDP through ``accelerate launch`` with 1 and 2 processes
-  (MRPO two steps, the worker of ``tests/test_multiprocess_cpu.py``);
+  (MRPO two steps, the worker of ``tests/scenarios/test_multiprocess_cpu.py``);
 * ``medrl eval --backend vllm`` on a small JSONL set.
 
 Each test skips with its reason when CUDA, enough GPUs, vLLM or DeepSpeed is missing, so on a
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from test_family_matrix import (  # noqa: F401  (fixtures reused from the CPU matrix)
+from test_families import (  # noqa: F401  (fixtures reused from the CPU matrix)
     FAMILY_NAMES,
     _rl_trainer,
     _logits,
@@ -44,7 +44,7 @@ from test_family_matrix import (  # noqa: F401  (fixtures reused from the CPU ma
 pytestmark = [pytest.mark.gpu, pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning",
                                                           "ignore::DeprecationWarning")]
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 WORKER = REPO / "tests" / "test_multiprocess_cpu.py"
 GPU_RL = ["grpo.use_cpu=false", "grpo.bf16=true"]
 

@@ -13,7 +13,7 @@ from medrl.eval.runner import EvalDataset, rescore_run, run_eval
 from medrl.judges.base import JudgeStats
 from medrl.types import StepVerdict, Verdict
 
-DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 
 
 class CountingJudge:

@@ -14,7 +14,7 @@ from fastapi import FastAPI, Request
 
 from medrl.judges.cost import Budget, Price, cost_fields, judge_price, parse_budget
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 pytestmark = [pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")]
 
