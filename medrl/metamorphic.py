@@ -62,6 +62,8 @@ import zlib
 from dataclasses import dataclass
 from functools import lru_cache
 
+from medrl.clinical.negation_terms import alternation
+
 __all__ = ["Variant", "variants", "variant_strategy", "preserving", "flipping"]
 
 
@@ -82,8 +84,7 @@ _SIDE = {"right": "left", "left": "right", "r": "l", "l": "r", "rt": "lt", "lt":
 _SIDE_WORD = re.compile(r"(?<![\w-])(right|left|rt|lt)(?![\w-])", re.I)
 _SIDE_LETTER = re.compile(r"(?<![\w'.-])([RL])(?![\w'-])")
 _BOTH = re.compile(r"(?<![\w-])(bilateral(?:ly)?|both)(?![\w-])", re.I)
-_NEGATIVE_REF = re.compile(r"(?<![\w-])(no|not|none|nil|without|absent|negative|normal|unremarkable|never|zero)"
-                           r"(?![\w-])|^\s*0\s*$", re.I)
+_NEGATIVE_REF = re.compile(r"(?<![\w-])(" + alternation("negative_reference") + r")(?![\w-])|^\s*0\s*$", re.I)
 _NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\d])")
 _UNIT_AFTER = re.compile(r"^\s*(mm|cm|m|inches|inch|in)\b", re.I)
 _ORDINAL = re.compile(r"(?<!\w)(\d+)(st|nd|rd|th)\b", re.I)

@@ -62,8 +62,9 @@ def test_semantic_callables():
 
 def test_armed_adaptive_semantic_state_round_trip():
     # answers the shared guard lets through (a side flip or another organ would score 0 before
-    # the metric and stay out of the adaptive statistics)
-    comps = [resp(a) for a in ["left lung", "left lung, upper zone", "left lung, enlarged", "left lung apex"]]
+    # the metric and stay out of the adaptive statistics; so would a more specific place such as
+    # "left lung, upper zone", which a surface metric cannot check)
+    comps = [resp(a) for a in ["left lung", "lung, left", "left lung, enlarged", "the lung on the left"]]
     ans = ["left lung"] * 4
     a = REWARDS.get("armed_adaptive_semantic")(initial_threshold=0.5)
     b = REWARDS.get("armed_adaptive_semantic")(initial_threshold=0.5)

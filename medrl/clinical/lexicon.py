@@ -27,8 +27,9 @@ STOPWORDS = frozenset(
     finding findings patient study view part located location seems seem consistent
     evidence sign signs there's it's answer final field fields appearance structure structures""".split()
 )
-NEGATION_WORDS = frozenset({"no", "not", "without", "absent", "absence", "negative", "nor", "never", "free", "non",
-                            "cannot", "none", "nil", "neither"})
+from medrl.clinical.negation_terms import terms as _negation_terms  # noqa: E402
+
+NEGATION_WORDS = frozenset(_negation_terms("word"))
 
 
 @lru_cache(maxsize=1)

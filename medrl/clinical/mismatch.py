@@ -178,8 +178,9 @@ def _word_pair(ref: set[str], ans: set[str]) -> str | None:
     return None
 
 
-def hard_mismatch(reference: str | None, answer: str | None, *, categories: set[str] | None = None) -> str | None:
-    """The first hard mismatch between ``reference`` and ``answer`` as "category: a vs b", or None.
+def category_mismatch(reference: str | None, answer: str | None, *, categories: set[str] | None = None) -> str | None:
+    """The first category mismatch (one ingredient of :func:`medrl.answers.decide`'s hard
+    mismatch, :func:`medrl.equivalence.hard_mismatch`) between ``reference`` and ``answer`` as "category: a vs b", or None.
 
     ``categories`` restricts the check (names of the groups above, "vertebral level", "rib",
     "ventricle", "grade", "number", "word pair").

@@ -16,21 +16,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from medrl.clinical.lexicon import STOPWORDS, canonical_text, singular
+from medrl.clinical.negation_terms import alternation, terms
 
 _EXTRA_NEG = {
-    "preceding_negations": ["absent", "absence of", "lack of", "no evidence of", "no signs of", "no sign of",
-                            "not", "nor", "neither", "free of", "negative for", "excluding", "excludes",
-                            "rules out", "ruled out", "rule out", "there is no", "there are no", "no"],
-    "following_negations": ["is absent", "are absent", "absent", "is ruled out", "are ruled out", "ruled out",
-                            "has been ruled out", "have been ruled out", "was ruled out", "is excluded",
-                            "are excluded", "excluded", "has been excluded", "not seen", "not present",
-                            "not identified", "not visible", "not detected", "is not seen", "is not present",
-                            "are not seen", "is negative", "are not present", "not demonstrated", "is not",
-                            "are not", "unlikely"],
-    "pseudo_negations": ["not only", "no change", "no interval change", "not rule out", "not ruled out",
-                         "cannot rule out", "cannot be ruled out", "cannot be excluded", "can't rule out",
-                         "can not be excluded", "not be excluded", "not excluded", "not been excluded"],
-    "termination": ["but", "however", "although", "though", "except", "with", "whereas", "while", "and"],
+    "preceding_negations": list(terms("negex_preceding")),
+    "following_negations": list(terms("negex_following")),
+    "pseudo_negations": list(terms("negex_pseudo")),
+    "termination": list(terms("negex_termination")),
 }
 _UNCERTAIN = {
     "preceding_negations": ["possible", "possibly", "probable", "probably", "likely", "maybe", "perhaps",
@@ -95,9 +87,8 @@ def analyse(text: str | None) -> tuple[TermStatus, ...]:
     return tuple(out)
 
 
-_NEG_CUE = re.compile(
-    r"\b(?:no|not|without|absent|absence|negative|free|rule|rules|ruled|exclud\w*|den(?:y|ies|ied|ying)|declined|"
-    r"never|non|nor|neither|lack|unlikely|cannot|fails?|r/o|ro)\b|n't\b")
+_NEG_CUE = re.compile(r"\b(?:" + "|".join(t for t in alternation("scope_cue").split("|") if t != "n't")
+                      + r")\b|n't\b")
 _UNC_CUE = re.compile(
     r"\b(?:possibl[ey]|probabl[ey]|likely|maybe|perhaps|could|may|might|suspicious|suspected|suspect|suggest\w*|"
     r"questionabl[ey]|query|cannot|can't|differential|either|versus|vs|or|rule|r/o|concern\w*|equivocal|presumed|"

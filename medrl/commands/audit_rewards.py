@@ -35,9 +35,21 @@ flipping variants paid (earning more), with every paid one listed.
   medrl audit-rewards --recipe my_recipe.yaml --judge openai:gpt-5-mini --answer-reward my_reward
   medrl audit-rewards --recipe medix_r1 --data jsonl:my_records.jsonl --json audit.json
 
+Last, the answer decision itself (medrl.answers.decide, the one decision every reward, judge and
+evaluation calls) meets generated attacks (medrl.answers.attacks, --generated per open-ended
+reference): a character of any Unicode category inserted anywhere, random words from the lexicon,
+the qualifiers and an English word list, sentence frames ("Impression: X", "The organ is X."),
+count formats and radiologists' abbreviations. It prints, with each target: flipping and
+unknown-symbol variants paid by the training decision (0), preserving variants refused (<= 5%),
+preserving variants the LLM-judge override tier refuses (<= 0.5%), flipping/unknown variants left
+to a surface metric (0), and training/evaluation disagreements (0).
+
+  medrl audit-rewards --recipe medix_r1 --data vqa_rad:test --all-open --generated 60 --generated-only --strict
+
 Exit code: 0, or 1 with --strict when any exploit or flipping variant beats a committed wrong
-answer or a correct answer is not on top (refused preserving variants are reported, not failed);
-2 for a bad recipe, data source or judge.
+answer, a correct answer is not on top, or a generated-attack rate is over its target (refused
+preserving variants of the recipe audit are reported, not failed); 2 for a bad recipe or judge;
+4 for missing or invalid data (the table in docs/first-hour.md).
 """
 
 
@@ -68,7 +80,15 @@ def add_arguments(p) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the variant generator (default 0)")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when an exploit or a flipping variant beats a committed wrong answer or a "
-                   "correct answer is not on top")
+                   "correct answer is not on top, or a generated-attack rate is over its target")
+    p.add_argument("--generated", type=int, default=12, metavar="K",
+                   help="generated attacks per open-ended reference for the answer-decision rates "
+                   "(medrl.answers.attacks; default 12, 0 = off); up to 4 of them also join every "
+                   "reward's preserving/flipping rates")
+    p.add_argument("--all-open", action="store_true",
+                   help="generated attacks on every open-ended reference of --data (not only the --n audited)")
+    p.add_argument("--generated-only", action="store_true",
+                   help="only the generated-attack rates of the answer decision (no recipe rewards are run)")
 
 
 def load_audit_records(data: str, data_dir: str | None, n: int) -> list:
@@ -83,11 +103,51 @@ def load_audit_records(data: str, data_dir: str | None, n: int) -> list:
     return select_records(load_records(data, data_dir=data_dir), n)
 
 
+def _generated_rates(args, records: list) -> tuple[object | None, str]:
+    """The answer decision's rates on generated attacks (:mod:`medrl.rewards.attack_rates`)."""
+    from medrl.rewards.attack_rates import format_rates, measure, open_references
+
+    if args.generated <= 0:
+        return None, ""
+    if args.all_open:
+        from medrl.data import load_records
+
+        records = load_records(args.data if ":" in args.data or not args.data.endswith(".jsonl")
+                               else f"jsonl:{args.data}", data_dir=args.data_dir)
+    refs = open_references(records)
+    if not refs:
+        return None, "generated attacks: no open-ended reference among the records"
+    rates = measure(refs, per_reference=args.generated, seed=args.seed)
+    return rates, format_rates(rates)
+
+
 def run(args) -> int:
     import json
     import sys
 
     from medrl.data.record import DataError
+
+    if getattr(args, "generated_only", False):
+        try:
+            from medrl.data import load_records
+
+            records = load_audit_records(args.data, args.data_dir, args.n) if not args.all_open else \
+                load_records(args.data, data_dir=args.data_dir)
+        except (DataError, FileNotFoundError, ValueError) as exc:
+            from medrl.exit_codes import code_for, command_hint
+
+            print(f"medrl audit-rewards: {command_hint(str(exc), 'audit-rewards')}", file=sys.stderr)
+            return code_for(exc)
+        rates, text = _generated_rates(args, records)
+        print(f"data {args.data}")
+        print(text)
+        if args.json and rates is not None:
+            from pathlib import Path
+
+            Path(args.json).write_text(json.dumps({"data": args.data, "generated": rates.to_dict()}, indent=2,
+                                                  ensure_ascii=True))
+            print(f"report -> {args.json}")
+        return 1 if args.strict and rates is not None and not rates.ok else 0
     from medrl.rewards.audit import ANSWER_REWARDS, format_report, run_audit
     from medrl.train.recipes import RecipeError, build_reward_funcs, load_recipe, recipe_uses_judge
 
@@ -109,20 +169,27 @@ def run(args) -> int:
                                 images=images, image_max_side=(recipe.judge or {}).get("image_max_side", 768))
         funcs, _ = build_reward_funcs(recipe, judge=judge)
     except (RecipeError, DataError, FileNotFoundError, ValueError) as exc:
-        print(f"medrl audit-rewards: {exc}", file=sys.stderr)
-        return 2
+        from medrl.exit_codes import code_for, command_hint
+
+        print(f"medrl audit-rewards: {command_hint(str(exc), 'audit-rewards')}", file=sys.stderr)
+        return code_for(exc)
     report = run_audit(funcs, records, judge=judge, correctness=recipe.algorithm.get("correctness", "auto"),
                        prompt_style=recipe.data.get("prompt_style", "think_answer"),
                        answer_rewards=sorted(ANSWER_REWARDS | set(args.answer_reward)),
-                       variants=not args.no_variants, seed=args.seed)
+                       variants=not args.no_variants, seed=args.seed, generated=min(args.generated, 4))
     print(f"recipe {recipe.name} ({recipe.source}), data {args.data}, judge "
           f"{getattr(judge, 'name', None) or (args.judge if judge is not None else 'none')}, "
           f"correctness {recipe.algorithm.get('correctness', 'auto')}")
     print(format_report(report))
+    rates, text = _generated_rates(args, records)
+    if text:
+        print("")
+        print(text)
     if args.json:
         from pathlib import Path
 
-        Path(args.json).write_text(json.dumps({"recipe": recipe.name, "data": args.data, **report.to_dict()},
+        extra = {"generated": rates.to_dict()} if rates is not None else {}
+        Path(args.json).write_text(json.dumps({"recipe": recipe.name, "data": args.data, **report.to_dict(), **extra},
                                               indent=2, ensure_ascii=True))
         print(f"report -> {args.json}")
-    return 1 if args.strict and not report.ok else 0
+    return 1 if args.strict and (not report.ok or (rates is not None and not rates.ok)) else 0

@@ -2,12 +2,12 @@
 
 Public API (stable): :func:`equivalent` (is an answer the reference, by meaning?),
 :func:`hard_mismatch` (the one guard every answer metric calls before its formula) and the
-:class:`Equivalence` result; :func:`grading_refusal` (the same guard for graders, which let
-option labels through to the judge).
+:class:`Equivalence` result. The one answer decision built on them, which every path calls,
+is :func:`medrl.answers.decide` (graders: :func:`medrl.answers.grading_refusal`).
 """
 
 from __future__ import annotations
 
-from medrl.equivalence.decide import Equivalence, equivalent, grading_refusal, hard_mismatch
+from medrl.equivalence.decide import Equivalence, equivalent, hard_mismatch
 
-__all__ = ["Equivalence", "equivalent", "grading_refusal", "hard_mismatch"]
+__all__ = ["Equivalence", "equivalent", "hard_mismatch"]

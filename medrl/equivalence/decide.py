@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from medrl.clinical.lexicon import STOPWORDS, all_tokens, stem, typo_equal
+from medrl.clinical.negation_terms import terms as negation_terms
 from medrl.clinical.qualifiers import qualifier_kind
 from medrl.equivalence.quantities import describe, same_quantities
 from medrl.equivalence.structure import LOCATION_GROUPS, NEGATION_CUES, Reading, expand_sides, read, rewrite_negations
@@ -54,7 +55,7 @@ class Equivalence:
 # ------------------------------------------------------------------ helpers
 _WORD_KEY = re.compile(r"(?<![\w.])[+-]?\d+(?:\.\d+)?(?:\s*[-–]\s*\d+(?:\.\d+)?)?|\+/-|±|[a-z0-9]+(?:[+-](?![\w]))?")
 _ARTICLES = {"a", "an", "the"}
-_NULL_WORDS = {"normal", "absent", "nothing", "negative", "clear", "nil", "none", "unremarkable"}
+_NULL_WORDS = set(negation_terms("null"))
 _FINDING_SUFFIXES = ("itis", "osis", "oma", "emia", "pathy", "plasia", "megaly", "ectasis", "ectasia", "rrhage",
                      "lithiasis", "trophy", "sclerosis", "cele", "ocele", "thorax", "ism")
 #: common findings: an extra one in the answer is a second finding, not a qualifier
@@ -134,7 +135,7 @@ _SEGMENT = re.compile(r"\s*[,;/|]\s*|\s+or\s+", re.IGNORECASE)
 @lru_cache(maxsize=32768)
 def _hard(reference: str, answer: str, question: str | None) -> str | None:
     from medrl.answer_guard import guard_answer, list_items
-    from medrl.clinical.mismatch import hard_mismatch as clinical_mismatch
+    from medrl.clinical.mismatch import category_mismatch
 
     if len(answer) > PADDING_FACTOR * len(reference) + PADDING_SLACK:
         # far longer than any answer to this reference: padding, refused before the answer is parsed
@@ -195,7 +196,7 @@ def _hard(reference: str, answer: str, question: str | None) -> str | None:
         # a negation the reference does not make, unless it is about words the reference does not use
         # ("Pneumothorax with no mediastinal shift"): then the extra words decide
         return "polarity: a negation the reference does not make"
-    mm = clinical_mismatch(r.canonical, a.canonical, categories=_clinical_categories())
+    mm = category_mismatch(r.canonical, a.canonical, categories=_clinical_categories())
     if mm:
         return f"hard mismatch ({mm})"
     # numbers, after unit conversion
@@ -372,20 +373,3 @@ def equivalent(reference: str | None, prediction: str | None, *, question: str |
     if reference is None or not str(reference).strip():
         raise ValueError("equivalent: the reference answer is empty")
     return _equivalent(str(reference), "" if prediction is None else str(prediction), question)
-
-
-def grading_refusal(reference: str | None, prediction: str | None, *, question: str | None = None,
-                    long_form: bool = False) -> str | None:
-    """Why a graded prediction scores 0 without a judge call, or None: the shared guard's shapes
-    first (option labels and one-character counts such as "B" or "2" pass on to the judge,
-    MediX-R1 App. A.2), then, for short answers with a reference, :func:`hard_mismatch`. Used by
-    every grader (the OpenAI judge's ``grade`` and evaluation), so training and evaluation refuse
-    the same answers."""
-    from medrl.answer_guard import guard_answer, strip_answer
-
-    why = guard_answer(prediction, reference, question=question, allow_one_char=True, long_form=long_form)
-    if why or long_form or reference is None or not str(reference).strip():
-        return why
-    if len(strip_answer(prediction)) <= 1:
-        return None
-    return hard_mismatch(reference, prediction, question=question)

@@ -46,13 +46,18 @@ _POS_MARKS = "\u2713\u2714\u2611\u2705"                    # ✓ ✔ ☑ ✅
 _SIGN_NEG = re.compile(r"\(\s*[-−]\s*\)|^\s*[-−](?=[^\W\d_])|\(\s*neg\.?\s*\)", re.IGNORECASE)
 _SIGN_POS = re.compile(r"\(\s*\+\s*\)|\(\s*pos\.?\s*\)", re.IGNORECASE)
 _COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
-_STRIKE = re.compile(r"~~(.+?)~~|<(s|del|strike)\b[^>]*>(.*?)</\2\s*>", re.IGNORECASE | re.DOTALL)
+_STRIKE = re.compile(r"~~(.+?)~~|<(s|del|strike)\b[^>]*>(.*?)</\2\s*>"
+                     r"|<([a-z]+)\b[^>]*line-through[^>]*>(.*?)</\4\s*>", re.IGNORECASE | re.DOTALL)
 _LATEX = re.compile(r"\\(?:boxed|text|textbf|textit|mathrm|mathbf|emph|underline)\s*\{([^{}]*)\}")
 _DOLLAR = re.compile(r"\$\$?([^$]*)\$\$?")
-_TAG = re.compile(r"</?\s*(?:b|i|u|em|strong|mark|span|font|sup|sub|code|p|div|small|big|tt|ins|br|hr)\b[^>]*/?>",
+# the listed wrappers, without attributes: a tag with a style or class is not a listed change
+# (default-deny: it stays in the text, and its "<" is an unknown character)
+_TAG = re.compile(r"</?\s*(?:b|i|u|em|strong|mark|span|font|sup|sub|code|p|div|small|big|tt|ins|br|hr)\s*/?>",
                   re.IGNORECASE)
+#: punctuation an answer may carry without the reference (everything else must be in the reference)
+CLOSED_PUNCTUATION = frozenset(".,;:'\"()-/?%\u00b0")
 _EMPHASIS = re.compile(r"(\*\*|__|\*|_)(?=\S)(.+?)(?<=\S)\1")
-_BACKTICKS = re.compile(r"`+")
+_BACKTICKS = re.compile(r"(`+)([^`]+)\1")  # a code span `X` (a lone backtick is no wrapper)
 
 
 @dataclass(frozen=True)
@@ -89,7 +94,7 @@ def unwrap_markup(text: str) -> str:
         t = _DOLLAR.sub(r"\1", t)
         t = _TAG.sub(" ", t)
         t = _EMPHASIS.sub(r"\2", t)
-    return _BACKTICKS.sub("", t)
+    return _BACKTICKS.sub(r"\2", t)
 
 
 @lru_cache(maxsize=16384)
@@ -102,7 +107,7 @@ def normalise(text: str | None) -> Normalised:
     def _strike(m: re.Match) -> str:
         nonlocal struck
         struck += 1
-        inner = m.group(1) if m.group(1) is not None else m.group(3)
+        inner = next(g for g in (m.group(1), m.group(3), m.group(5)) if g is not None)
         return f" no {inner} "
 
     t = _STRIKE.sub(_strike, t)
@@ -119,3 +124,29 @@ def normalise(text: str | None) -> Normalised:
     folded = (text or "") != "" and unicodedata.normalize("NFKC", text or "") != fold_confusables(text or "") and \
         has_other_script(unicodedata.normalize("NFKC", text or ""))
     return Normalised(t, struck + neg_marks, pos_marks, has_other_script(t), folded)
+
+
+def _known_char(ch: str) -> bool:
+    if ch.isascii():
+        return ch.isalnum() or ch.isspace() or ch in CLOSED_PUNCTUATION
+    if ch.isalpha():  # an accented Latin letter ("é"): its base letter is ASCII
+        base = unicodedata.normalize("NFKD", ch)[0]
+        return base.isascii() and base.isalpha()
+    return False
+
+
+@lru_cache(maxsize=32768)
+def unknown_characters(answer: str | None, reference: str | None = None) -> str:
+    """Characters of ``answer`` that no listed normalisation explains (default-deny), in order,
+    each once: after :func:`normalise` (NFKC, look-alike letters, markup wrappers, strikethrough
+    and ✗/✓ marks), anything but ASCII letters and digits, accented Latin letters, whitespace and
+    :data:`CLOSED_PUNCTUATION` - unless the reference holds the same character ("HER2+" for
+    "HER2+"). A sign ("Ø", "∅", "🚫", "☓"), a small capital ("ɴᴏ"), another script's
+    punctuation ("؟", "¿") or a styled HTML tag is never dropped silently: it makes the answer
+    undecided (:func:`medrl.answers.decide`)."""
+    ref = set(normalise(reference or "").text) | set(reference or "")
+    seen: dict[str, None] = {}
+    for ch in normalise(answer or "").text:
+        if ch not in ref and not _known_char(ch):
+            seen[ch] = None
+    return "".join(seen)

@@ -26,6 +26,7 @@ from functools import lru_cache
 
 from medrl.clinical.lexicon import all_tokens, canonical_text, content_tokens, load_lexicon
 from medrl.clinical.mismatch import group_values
+from medrl.clinical.negation_terms import alternation, terms
 from medrl.clinical.qualifiers import qualifier_kind
 from medrl.equivalence.normalise import normalise
 from medrl.equivalence.quantities import Quantity, quantities
@@ -35,23 +36,15 @@ LOCATION_GROUPS = ("side", "vertical position", "superior/inferior", "anterior/p
                    "proximal/distal", "apex/base", "organ part", "colon segment", "brain lobe", "meningeal space",
                    "compartment")
 #: words that say the thing is not there, in the positions "X: <word>" / "X <word>"
-_TRAILING_NEG = (r"no|none|nil|nope|absent|negative|neg|false|not present|not seen|not identified|not visible|"
-                 r"not detected|not found|not noted|not demonstrated|ruled out|excluded|resolved|has resolved|"
-                 r"gone|cleared|denied|not|non existent|nonexistent|missing|unlikely")
+_TRAILING_NEG = alternation("trailing")
 _TRAILING = re.compile(
     r"^(?P<x>[^a-z0-9]*[a-z0-9].*?)\s*(?:[:=(\[,;]\s*|-\s+|\s+-\s*|\s+(?:is|are|was|were|has been|have been|being)\s+|\s+)"
     r"(?P<neg>" + _TRAILING_NEG + r")\s*[)\]]?\s*[.!]*$")
-_PRE_NEG = re.compile(
-    r"\b(?:resolved|resolving|resolution of|healed|cleared|history of|hx of|prior|previous|previously|former|"
-    r"status post|s/p|post-?resolution|free of|absence of|lack of|lacking|negative for|no evidence of|no signs? of|"
-    r"ruled out|rules out|rule out|excluding|excludes|deny|denies|denied|never)\s+")
+_PRE_NEG = re.compile(r"\b(?:" + alternation("preceding") + r")\s+")
 _SUFFIX_NEG = re.compile(r"\b([a-z][a-z0-9]*)(?:[- ]negative|-free)\b")
 _WHOLE_SUFFIX_NEG = re.compile(r"^([^a-z0-9]*[a-z0-9].*?)(?:[- ]negative|-free)\s*[.!]*$")
 _SUFFIX_POS = re.compile(r"\b([a-z][a-z0-9]*)[- ]positive\b")
-_FOREIGN_NEG = re.compile(
-    r"\b(?:kein|keine|keinen|keiner|nein|nicht|ohne|sin|sans|pas|aucun|aucune|senza|nessun|nessuna|nessuno|"
-    r"não|nao|sem|nenhum|nenhuma|geen|niet|nee|ingen|ikke|inte|brak|nie|yok|hayir|hayır|tidak|bukan|"
-    r"ninguno|ninguna|nada)\b")
+_FOREIGN_NEG = re.compile(r"\b(?:" + alternation("foreign") + r")\b")
 _NON_WHOLE = re.compile(r"^non[-\s]?(\S.*)$")  # "non-X": the whole answer prefixed
 _SIDE_ABBREV = re.compile(r"(?<![\w'-])(r|rt|l|lt)\.?(?=\s+[a-z]{2,})|(?<=[a-z',] )(r|rt|l|lt)\.?(?=\s*(?:[,;]|$))|"
                           r"^(r|rt|l|lt)\.?$", re.IGNORECASE)
@@ -68,8 +61,7 @@ _ORDINAL = re.compile(r"\b(\d+)(?:st|nd|rd|th)\b")
 #: organ enlargement words read as organ + "enlargement" ("Liver, enlarged" = "hepatomegaly")
 MEGALY = {"hepatomegaly": "liver", "splenomegaly": "spleen", "cardiomegaly": "heart", "nephromegaly": "kidney"}
 #: words that make a text negate something (a cue for the negation scopes)
-NEGATION_CUES = {"no", "not", "without", "absent", "absence", "negative", "none", "nil", "never", "free", "nor",
-                   "neither", "cannot", "non", "false", "nope", "excluded", "resolved", "missing"}
+NEGATION_CUES = set(terms("cue"))
 
 
 @lru_cache(maxsize=1)

@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from medrl.equivalence import grading_refusal
+from medrl.answers import grading_refusal
 from medrl.judges.base import gather_bounded, run_sync
 from medrl.parsing import completion_steps, parse_response, prediction_text  # noqa: F401 (re-exported)
 
@@ -216,9 +216,10 @@ async def _answer(row: dict, judge: Any) -> None:
 async def _grade(row: dict, judge: Any, rubric: str) -> None:
     key = f"judge_{rubric}"
     pred = judged_answer(row)
-    # the graders' guard (medrl.equivalence.grading_refusal): shapes, then a hard mismatch with the
-    # reference; option labels and one-character counts ("B", "2") go on to the judge (MediX-R1 App. A.2)
-    why = grading_refusal(row["reference"], pred, question=row["question"], long_form=rubric != "binary")
+    # the graders' guard (medrl.answers.grading_refusal): shapes, then an unambiguous contradiction of
+    # the reference; option labels count only for multiple-choice rows (as in training)
+    why = grading_refusal(row["reference"], pred, question=row["question"], long_form=rubric != "binary",
+                          multiple_choice=bool(row.get("choices")))
     if why:
         row["scores"][key] = 0.0
         row["judge"][f"{rubric}_raw"] = ""

@@ -224,17 +224,19 @@ class OpenAIJudge:
 
     # ------------------------------------------------------------------ the six tasks
     async def answer_correct(self, question: str, reference: str, prediction: str, *, image: Any = None) -> Verdict:
-        from medrl.equivalence import equivalent, hard_mismatch
+        from medrl.answers import Verdict as Answer, override
 
-        # the shared guard order (docs/judges.md "Answer equivalence"): a hard mismatch is incorrect and
-        # an exact/lexicon identity correct without a request; everything else is the LLM's judgement
-        has_ref = bool((reference or "").strip())
-        why = hard_mismatch(reference, prediction, question=question) if has_ref else \
-            guard_answer(prediction, reference, question=question)
-        if why:
-            return Verdict.ok(False, guard=why)
-        if has_ref and equivalent(reference, prediction, question=question).identical:
-            return Verdict.ok(True, guard="the same answer by exact or lexicon identity")
+        # the tier that may override an LLM judge (docs/judges.md "Two tiers"): the answer's shape or an
+        # unambiguous contradiction is incorrect, true identity correct, without a request; everything
+        # else (an unknown symbol or word included) is the LLM's judgement
+        if not (reference or "").strip():
+            why = guard_answer(prediction, reference, question=question)
+            if why:
+                return Verdict.ok(False, guard=why)
+        else:
+            d = override(prediction, reference, question=question)
+            if d.verdict is not Answer.UNDECIDED:
+                return Verdict.ok(d.verdict is Answer.CORRECT, guard=str(d))
         parser = parse_yes_no if self.answer_format == "yes_no" else parse_o_x
         msgs = prompts.answer_correct(question, reference, prediction, self.answer_format)
         return await self._submit(msgs, parser, image)
@@ -269,7 +271,7 @@ class OpenAIJudge:
         """``image`` is attached for the binary rubric only (judged accuracy, MRPO App. H.1);
         the 0-5 report rubric stays text only (MediX-R1 App. A.3)."""
         msgs = prompts.grade(question, reference, prediction, rubric)  # validates rubric
-        from medrl.equivalence import grading_refusal
+        from medrl.answers import grading_refusal
 
         why = grading_refusal(reference, prediction, question=question, long_form=rubric != "binary")
         if why:

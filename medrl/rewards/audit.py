@@ -256,10 +256,14 @@ def completion_prefix(rec: Any, prompt_style: str = "think_answer") -> str:
 
 
 def build_cases(records: Sequence[Any], prompt_style: str = "think_answer", *, variants: bool = True,
-                seed: int = 0) -> list[Case]:
+                seed: int = 0, generated: int = 0) -> list[Case]:
     """Per record: two correct completions (the reference; its case-changed form with a final
     '.'), its committed wrong answers, the exploit catalogue and (``variants``) the preserving
-    and flipping variants of :func:`medrl.metamorphic.variants` (``seed`` picks among them)."""
+    and flipping variants of :func:`medrl.metamorphic.variants` (``seed`` picks among them),
+    plus, for open-ended records, ``generated`` attacks of :func:`medrl.answers.attacks.generate`
+    (kind ``gen_<family>``; an attack that must not be paid - flipping or unknown content - is a
+    flipping case)."""
+    from medrl.answers.attacks import generate
     from medrl.metamorphic import variants as make_variants
 
     cases: list[Case] = []
@@ -278,6 +282,10 @@ def build_cases(records: Sequence[Any], prompt_style: str = "think_answer", *, v
             for v in make_variants(ref, question=_get(rec, "question"), rng_seed=seed):
                 cases.append(Case(i, "preserving" if v.preserves else "flipping", v.kind,
                                   completion(rec, v.text, prefix)))
+        if generated > 0 and not is_closed_question(rec):
+            for a in generate(ref, question=_get(rec, "question"), n=generated, seed=seed):
+                cases.append(Case(i, "preserving" if a.expect == "preserve" else "flipping", f"gen_{a.family}",
+                                  completion(rec, a.text, prefix)))
     return cases
 
 
@@ -325,6 +333,7 @@ def run_audit(
     cases: Sequence[Case] | None = None,
     variants: bool = True,
     seed: int = 0,
+    generated: int = 0,
 ) -> AuditReport:
     """Score the audit cases of ``records`` with every reward of ``reward_funcs`` (TRL callables).
 
@@ -332,13 +341,15 @@ def run_audit(
     decision, :mod:`medrl.rewards.correctness`). ``prompt_style``: the recipe's (MediX-R1's
     ``modality_think_answer`` puts the modality tag first). ``answer_rewards``: reward names checked
     for exploits (default: those in :data:`ANSWER_REWARDS`). ``variants``/``seed``: add the
-    metamorphic variants of each reference (:func:`build_cases`).
+    metamorphic variants of each reference; ``generated``: and that many generated attacks per
+    open-ended reference (:func:`build_cases`), so the per-reward rates cover them too.
     """
     from medrl.parsing import parse_response
 
     if not records:
         raise ValueError("reward audit: no records")
-    cases = list(cases) if cases is not None else build_cases(records, prompt_style, variants=variants, seed=seed)
+    cases = list(cases) if cases is not None else build_cases(records, prompt_style, variants=variants, seed=seed,
+                                                              generated=generated if variants else 0)
     cols = _columns(records, cases)
     texts = [c.text for c in cases]
     n = len(cases)

@@ -9,6 +9,7 @@ or 1" in one place.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable, Sequence
 
 from medrl.parsing import completion_text, parse_response
@@ -44,6 +45,13 @@ def answer_metric(completions: Sequence[Any], columns: dict, *, reward: str,
                   metric: Callable[..., list[float]], **metric_options: Any) -> list[float | None]:
     """Batch function for :class:`Reward`: ``metric(preds, refs, **metric_options)`` on the
     parsed answers vs the ``answer`` column (see :func:`score_answers`)."""
+    if "questions" in inspect.signature(metric).parameters:  # the metric runs the guard again: same question
+        questions = column(columns, "question", len(completions), reward=reward)
+        parsed = parse_all(completions)
+        by_answer = {(p.answer, r): q for p, r, q in zip(parsed, column(columns, "answer", len(completions),
+                                                                      reward=reward), questions)}
+        return score_answers(completions, columns, lambda p, r: metric(
+            p, r, questions=[by_answer.get((a, b)) for a, b in zip(p, r)], **metric_options), reward=reward)
     return score_answers(completions, columns, lambda p, r: metric(p, r, **metric_options), reward=reward)
 
 
@@ -101,42 +109,37 @@ def answer_rows(completions: Sequence[Any], kwargs: dict, *, reward: str
 
 
 def answer_rejection(answer: str | None, reference: str | None, *, question: str | None = None) -> str | None:
-    """The one guard run before every answer metric: why ``answer`` can never be a correct
-    answer to ``reference`` (a reason), or None (the paper's formula decides).
+    """The one guard run before every answer metric: why ``answer`` can never be paid as a
+    correct answer to ``reference`` (the decision as text, ``"<reason>: <detail>"``), or None
+    (the paper's formula decides).
 
-    In order: the shared shape guard :func:`medrl.answer_guard.guard_answer` (empty, placeholder,
-    symbols, injection, padding, hedge, negation, candidate list), then the hard-mismatch check
-    :func:`medrl.equivalence.hard_mismatch` (polarity, laterality, number/unit, organ, second
-    finding, list, hedge, another script). A rejected answer earns what a committed wrong answer
-    earns: each reward documents its value (its formula's minimum for the row)."""
-    from medrl.answer_guard import guard_answer
+    It is :func:`medrl.answers.decide` (the one answer decision): refused when the verdict is
+    wrong (the shared guard's shapes; polarity, laterality, number/unit, organ, second finding,
+    list, another script ...) or undecided because the answer holds the reference *plus*
+    something the structure cannot read (an unknown symbol or word, "X-like", "formerly X", an
+    ordinal for a count, no number for a count reference: :data:`medrl.answers.SUSPECT`) - a
+    surface metric (embedding, BERTScore, ROUGE) would pay the overlap. A rejected answer earns
+    what a committed wrong answer earns: each reward documents its value (its formula's minimum)."""
+    from medrl.answers import decide
 
-    why = guard_answer(answer, reference, question=question)  # first: fast, and it stops 50k-character padding
-    if reference is None:
-        return why
-    if why is not None:
-        # the shape guard reads the raw text: "<b>MRI</b>" looks like a tag list, yet after
-        # normalisation (markup, NFKC, confusables) it is the reference, and is not refused
-        return None if answer and len(answer) <= 4 * len(reference) + 64 and is_identity(answer, reference) else why
-    from medrl.equivalence import hard_mismatch
-
-    return hard_mismatch(reference, answer or "", question=question)
+    d = decide(answer, reference, question=question)
+    return str(d) if d.refused else None
 
 
 def is_identity(answer: str | None, reference: str | None, *, question: str | None = None) -> bool:
-    """True when ``answer`` is ``reference`` up to normalisation: case, spacing, Unicode NFKC,
-    look-alike letters, markup (``**X**``, ``<b>X</b>``, ``\\boxed{X}``), or the lexicon's identity
-    (:func:`medrl.equivalence.equivalent` with an identity basis)."""
+    """True when ``answer`` is ``reference`` by identity (:func:`medrl.answers.decide`: the listed
+    normalisations - case, spacing, one final full stop, markup wrappers, NFKC letters and digits,
+    look-alike letters - or the lexicon's identity)."""
     if not answer or not reference:
         return False
-    from medrl.equivalence import equivalent
+    from medrl.answers import decide
 
-    return equivalent(reference, answer, question=question).identical
+    return decide(answer, reference, question=question).identical
 
 
 def scored_text(answer: str | None, reference: str, *, question: str | None = None) -> str:
     """The text an answer metric scores: the reference itself when the answer is the reference
-    up to normalisation (:func:`is_identity`), else the answer as written. A surface metric
+    by identity (:func:`is_identity`), else the answer as written. A surface metric
     (ROUGE, BLEU, BERTScore, an embedding) would otherwise pay "**MRI**" or a fullwidth "ＭＲＩ"
     less than "MRI" - a correct answer must keep its full reward. The formulas are unchanged."""
     return reference if is_identity(answer, reference, question=question) else (answer or "")
@@ -153,11 +156,14 @@ def guarded_rows(parsed: Sequence[ParsedResponse], refs: Sequence[str | None], i
 
 def guard_correct(answers: Sequence[str | None], refs: Sequence[str | None], correct: Sequence[bool | None],
                   kwargs: dict, *, reward: str) -> list[bool | None]:
-    """``correct`` with False for every row (with a reference) whose answer
-    :func:`answer_rejection` rejects, whatever the judge or the trainer's ``correct`` column said
+    """``correct`` with False for every row (with a reference) whose answer the one decision
+    (:func:`medrl.answers.decide`) calls wrong, whatever the judge or the trainer's ``correct`` column said
     (for rewards built on a correctness decision: CAPO R_DAR/R_PCR, StepGRPO StepRAR)."""
+    from medrl.answers import Verdict, decide
+
     questions = column(kwargs, "question", len(answers), reward=reward)
-    return [False if r is not None and answer_rejection(a, r, question=q) is not None else c
+    # wrong by the one decision; an undecided answer keeps the judge's verdict (the column)
+    return [False if r is not None and decide(a, r, question=q).verdict is Verdict.WRONG else c
             for a, r, c, q in zip(answers, refs, correct, questions)]
 
 

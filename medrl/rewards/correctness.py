@@ -7,25 +7,22 @@ answer. Those papers decide it by string comparison (closed questions) or a judg
 Here it is one function, :func:`decide_correct`, in this order:
 
 1. no reference -> ``None`` (unscorable, never a silent 0 or 1);
-2. no answer, or an answer that contradicts the reference
-   (:func:`medrl.equivalence.hard_mismatch`: the shared guard's shapes - empty, placeholder,
-   symbol-only, candidate lists, hedges, padding, injections - then polarity in any form,
-   laterality/location changed or dropped, another organ or modality, numbers that differ after
-   unit conversion, a second finding) -> ``False``, without any judge request;
-3. a normalised exact match (:func:`exact_match`; decimal points, ranges and signs kept, so
-   "3-4 cm" is not "3.4 cm") or the same answer by the lexicon's identity
-   (:func:`medrl.equivalence.equivalent` with an identity basis: synonyms, abbreviations,
-   spelling, unit conversion) -> ``True``, without any judge request;
+2-3. the one answer decision, :func:`medrl.answers.decide`: wrong (the shared guard's shapes -
+   empty, placeholder, symbol-only, candidate lists, hedges, padding, injections - then polarity
+   in any form, laterality/location changed or dropped, another organ or modality, numbers that
+   differ after unit conversion, a second finding) -> ``False``; correct by identity (the listed
+   normalisations or the lexicon's identity) -> ``True``; both without any judge request;
 4. otherwise the *mode* decides:
 
-   - ``"exact"``: the answer equivalence (:func:`medrl.equivalence.equivalent`, default-deny:
-     the reference plus allowed qualifiers, list items in any order, yes/no by polarity) ->
-     ``True``; anything it cannot settle -> ``False`` (``rule="rouge1"`` also accepts a ROUGE-1
-     F >= ``threshold``);
+   - ``"exact"``: the decision says correct (default-deny: the reference plus allowed
+     qualifiers, a listed frame, list items in any order, yes/no by polarity, a count by its
+     number) -> ``True``; undecided -> ``False`` (``rule="rouge1"`` also accepts a ROUGE-1
+     F >= ``threshold`` for an answer the decision does not refuse);
    - ``"judge"``: the judge's ``answer_correct`` (one request; the record's image goes with
      it, the judge decides whether to send it); an unscored verdict -> ``None``;
-   - ``"embedding"``: MiniLM cosine of answer and reference >= ``embed_threshold`` (0.8, the
-     MediX-R1 R_embed threshold), or the answer equivalence says True;
+   - ``"embedding"``: the decision says correct, or MiniLM cosine of answer and reference >=
+     ``embed_threshold`` (0.8, the MediX-R1 R_embed threshold) for an answer it does not refuse
+     (:attr:`medrl.answers.Decision.refused`);
    - ``"auto"`` (default): ``"judge"`` for open-ended records when a judge is configured,
      ``"exact"`` for closed ones (yes/no or multiple choice, :func:`is_closed_question`) and
      when there is no judge.
@@ -119,11 +116,12 @@ def resolve_mode(mode: str | None, *, closed: bool, has_judge: bool) -> str:
 
 
 def guard_reason(pred: str | None, ref: str, question: str | None = None) -> str | None:
-    """Why ``pred`` can never be a correct answer to ``ref`` (:func:`medrl.equivalence.hard_mismatch`:
-    the shared guard's shapes, then contradictions of the reference), or None."""
-    from medrl.equivalence import hard_mismatch
+    """Why ``pred`` can never be a correct answer to ``ref`` (:func:`medrl.answers.decide` says
+    wrong: the shared guard's shapes, then contradictions of the reference), or None."""
+    from medrl.answers import Verdict, decide
 
-    return hard_mismatch(ref, pred, question=question)
+    d = decide(pred, ref, question=question)
+    return str(d) if d.verdict is Verdict.WRONG else None
 
 
 _YES_NO_LEAD = re.compile(r"(yes|no)(?:[.!]*|\s*[,.;:!]\s*\S.*)", re.IGNORECASE | re.DOTALL)
@@ -167,30 +165,31 @@ def decide_exact(pred: str | None, ref: str | None, *, question: str | None = No
 
 
 def _exact_mode(pred: str | None, ref: str, question: str | None, rule: str, threshold: float) -> bool:
-    """The ``"exact"`` mode after steps 1-3: the answer equivalence, or ROUGE-1 with ``rule="rouge1"``."""
-    from medrl.equivalence import equivalent
+    """The ``"exact"`` mode after steps 1-3: the one decision (:func:`medrl.answers.decide`) says
+    correct, or (``rule="rouge1"``) ROUGE-1 >= ``threshold`` for an answer it does not refuse."""
+    from medrl.answers import Verdict, decide
 
-    if equivalent(ref, pred, question=question).verdict is True:
+    d = decide(pred, ref, question=question)
+    if d.verdict is Verdict.CORRECT:
         return True
-    return rule == "rouge1" and rouge1(pred or "", ref) >= threshold
+    return rule == "rouge1" and not d.refused and rouge1(pred or "", ref) >= threshold
 
 
 _UNDECIDED = object()
 
 
 def _decided(pred: str | None, ref: str | None, question: str | None):
-    """Steps 1-3: None (no reference), False (no answer / hard mismatch), True (exact or lexicon
-    identity), or _UNDECIDED."""
-    from medrl.equivalence import equivalent
+    """Steps 1-3 (:func:`medrl.answers.decide`): None (no reference), False (wrong), True (correct
+    by identity), or _UNDECIDED (the mode decides)."""
+    from medrl.answers import Verdict, decide
 
     ref = reference_text(ref)
     if ref is None:
         return None
-    if not normalize_answer(pred):
+    d = decide(pred, ref, question=question)
+    if d.verdict is Verdict.WRONG:
         return False
-    if guard_reason(pred, ref, question) is not None:
-        return False
-    if exact_match(pred, ref) or equivalent(ref, pred, question=question).identical:
+    if d.identical:
         return True
     return _UNDECIDED
 
@@ -284,11 +283,11 @@ async def correctness_column_async(
 
         sims = cosine_pairs([clean_answer(preds[i]) for i in to_embed],
                             [clean_answer(reference_text(refs[i])) for i in to_embed], embed_model)
-        from medrl.equivalence import equivalent
+        from medrl.answers import Verdict, decide
 
         for i, s in zip(to_embed, sims):
-            out[i] = bool(s >= embed_threshold) or equivalent(
-                reference_text(refs[i]), preds[i], question=questions[i]).verdict is True
+            d = decide(preds[i], reference_text(refs[i]), question=questions[i])
+            out[i] = d.verdict is Verdict.CORRECT or (not d.refused and bool(s >= embed_threshold))
     if to_judge:
         from medrl.answer_guard import clean_answer
 

@@ -40,7 +40,7 @@ import string
 
 from medrl.answer_guard import clean_answer, guard_answer, is_placeholder, match_key  # noqa: F401
 from medrl.rewards import REWARDS
-from medrl.rewards.base import Reward, answer_rejection, answer_rows, column, is_identity
+from medrl.rewards.base import Reward, answer_rejection, answer_rows, column, is_identity  # noqa: F401
 
 MEDIX_WEIGHTS = {"format": 0.10, "llm": 0.5175, "embed": 0.3375, "modality": 0.045}
 
@@ -58,18 +58,21 @@ def answer_guard(pred: str | None, ref: str, *, question: str | None = None) -> 
        reference, candidate list, hard mismatch) -> 0 (the guard never rejects the reference's
        own text, so running it before the exact match only catches an "equal" answer carrying
        padding or hidden marks);
-    3. exact match -> 1 (project: case and whitespace runs ignored, :func:`medrl.answer_guard.match_key`;
-       also the reference up to Unicode NFKC, look-alike letters, markup or the lexicon's identity,
-       :func:`medrl.rewards.base.is_identity`, which the embedding would otherwise pay less).
+    3. correct by identity -> 1 (project: the paper's exact match, widened to the listed
+       normalisations - case, spacing, NFKC letters and digits, look-alike letters, markup - and
+       the lexicon's identity, :func:`medrl.answers.decide`, which the embedding would otherwise
+       pay less); undecided because the answer holds the reference plus
+       an unknown symbol or word ("X-like", "consider X", "X WNL") -> 0, like a wrong answer.
     """
+    from medrl.answers import decide
+
     p, r = clean_answer(pred), clean_answer(ref)
     if not p:
         return 0.0
-    if answer_rejection(p, r, question=question):
+    d = decide(p, r, question=question)  # the one answer decision (answer_rejection's refusals)
+    if d.refused:
         return 0.0
-    if (match_key(p) == match_key(r) and match_key(p)) or p.casefold() == r.casefold():
-        return 1.0
-    if is_identity(p, r, question=question):  # the reference up to NFKC, look-alike letters, markup, lexicon
+    if d.identical:
         return 1.0
     return None
 

@@ -58,7 +58,7 @@ def total_reward(r_ans: float, step_valid: Sequence[bool], r_len: float) -> floa
 
 def answer_rewards(preds: Sequence[str], refs: Sequence[str], model: str | None = None,
                    num_layers: int | None = None, lambda1: float = 0.25,
-                   lambda2: float = 0.5) -> list[float]:
+                   lambda2: float = 0.5, questions: Sequence[str | None] | None = None) -> list[float]:
     """Eq. 2 for a batch of (answer, reference) pairs (one batched BERTScore call), after the guard.
 
     Guard (project addition, in the manner of MediX-R1's App. A.9 guard): an answer that
@@ -69,7 +69,8 @@ def answer_rewards(preds: Sequence[str], refs: Sequence[str], model: str | None 
     An answer equal to the reference after normalisation keeps Eq. 2 (its value near 1).
     """
     out = [0.0] * len(preds)
-    todo = [i for i, (p, r) in enumerate(zip(preds, refs)) if answer_rejection(p, r) is None]
+    qs = list(questions) if questions is not None else [None] * len(preds)
+    todo = [i for i, (p, r) in enumerate(zip(preds, refs)) if answer_rejection(p, r, question=qs[i]) is None]
     if todo:
         ps, rs = [preds[i] for i in todo], [refs[i] for i in todo]
         bs = bertscore_f1(ps, rs, model, num_layers=num_layers)

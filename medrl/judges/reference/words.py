@@ -22,7 +22,9 @@ _STOP = set(
     demonstrate demonstrated evident likely also very some any each both all area region
     finding findings patient study view side part""".split()
 )
-_NEG = {"no", "not", "without", "absent", "absence", "negative", "none", "normal", "unremarkable", "nor", "never", "free"}
+from medrl.clinical.negation_terms import terms as _negation_terms  # noqa: E402 (medrl/clinical/negation.tsv)
+
+_NEG = set(_negation_terms("step"))
 _OPPOSITES = [
     ("left", "right"), ("small", "large"), ("upper", "lower"), ("anterior", "posterior"),
     ("superior", "inferior"), ("medial", "lateral"), ("increased", "decreased"), ("high", "low"),
