@@ -304,7 +304,7 @@ def summarize_scores(rows: Sequence[dict], *, n_boot: int = 1000, alpha: float =
          "macro": {"in": {key: {...}}, "out": {...}, "all": {...}},
          "protocols": {name: medrl.eval.protocols.summarize_protocol(...)}}   # when protocols given
     """
-    from medrl.eval.stats import macro_mean_ci, mean_ci
+    from medrl.eval.stats import macro_mean_ci, score_ci
 
     by_ds: dict[str, list[dict]] = {}
     for r in rows:
@@ -317,7 +317,7 @@ def summarize_scores(rows: Sequence[dict], *, n_boot: int = 1000, alpha: float =
             if not present:
                 continue
             vals = [r["scores"][key] for r in present if r["scores"][key] is not None]
-            ci = mean_ci(vals, n_boot=n_boot, alpha=alpha, seed=seed)
+            ci = score_ci(vals, n_boot=n_boot, alpha=alpha, seed=seed)
             ci["unscored"] = len(present) - len(vals)
             metrics[key] = ci
         verified = [r for r in rs if r.get("step_verdicts") is not None]

@@ -169,7 +169,9 @@ class OpenAIJudge:
             from medrl.paths import cache_dir
 
             cache_path = cache_dir() / "judge_cache.sqlite"
-        self.cache = JudgeCache(cache_path)
+        # keyed by what decides the verdicts (endpoint, model, prompt version, answer format): a
+        # verdict of one judge never answers for another
+        self.cache = JudgeCache(cache_path, namespace=self.identity())
         self._client = openai.AsyncOpenAI(base_url=base_url, api_key=key, max_retries=0, timeout=self.timeout)
         self._openai = openai
         self._lock = threading.Lock()
