@@ -58,6 +58,10 @@ def build_judge(
                              "'openai:<model>' judge on a vision-language endpoint, or turn judge images off "
                              "(drop --judge-images / set judge.images: false)")
         return ReferenceJudge(**kw)
+    if kind == "oracle":  # exact phantom judge, "oracle:EPS" flips each verdict with probability EPS
+        from medrl.judges.oracle import OracleJudge, parse_oracle_spec
+
+        return OracleJudge(parse_oracle_spec(spec), seed=int(kw.get("seed", 0)))
     if kind == "openai":
         if not model.strip():
             raise ValueError(f"judge spec {spec!r}: give a model, e.g. 'openai:gpt-5-mini'")
@@ -67,7 +71,7 @@ def build_judge(
             kw["image_max_side"] = image_max_side
         return OpenAIJudge(model.strip(), base_url=base_url, api_key_env=api_key_env, cache_path=cache_path,
                            concurrency=concurrency, images=images, **kw)
-    raise ValueError(f"unknown judge spec {spec!r}: use 'reference' or 'openai:<model>'")
+    raise ValueError(f"unknown judge spec {spec!r}: use 'reference', 'oracle[:EPS]' or 'openai:<model>'")
 
 
 def resolve_images(spec: str | Judge, setting: Any) -> bool:

@@ -105,6 +105,8 @@ def build_tiny_vlm(
     image_size: int | None = None,
     vocab_size: int = 2048,
     family: str = "qwen2_5_vl",
+    vision_depth: int | None = None,
+    vision_width: int | None = None,
 ) -> Path:
     """Build and save a tiny random model of ``family`` with a trained tokenizer; return the folder.
 
@@ -114,7 +116,7 @@ def build_tiny_vlm(
             set); the built-in medical sentences and the format tags are always added.
         hidden_size: language model width (4 heads of ``hidden_size // 4``; must be divisible
             by 16 so the multimodal rotary sections split evenly).
-        num_layers: language model layers (the vision tower has 2 blocks of width 32).
+        num_layers: language model layers.
         seed: torch seed for the random weights (same seed and texts -> same model).
         image_size: largest image side in pixels (None: the family's default, a few image
             tokens; must be a multiple of the family's step, e.g. 28 for Qwen2.5-VL: 56 -> 4
@@ -122,6 +124,11 @@ def build_tiny_vlm(
         vocab_size: BPE vocabulary size target (smaller if the texts are too short).
         family: one of :data:`medrl.models.families.FAMILY_NAMES` (model class, special tokens,
             processor and chat template of that family; see :mod:`medrl.models.families`).
+        vision_depth: vision tower blocks (None: the family's tiny default, 2).
+        vision_width: vision tower width (None: the default, 32; a multiple of 16; its MLP is
+            twice as wide and it keeps 2 attention heads). A tiny tower sees global looks
+            (modality, a bright blob) but may not resolve position or count: widen/deepen it
+            for those.
 
     The folder loads offline with :func:`medrl.models.load_policy`, with TRL's trainers given
     the path (after ``import medrl.models``) and, for image-only processors, with plain
@@ -148,6 +155,7 @@ def build_tiny_vlm(
     tokenizer = _train_tokenizer(corpus, vocab_size, fam)
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in fam.specials}
     config, processor = fam.build(tokenizer, ids, hidden_size, num_layers, image_size)
+    set_vision_size(config, depth=vision_depth, width=vision_width)
 
     torch.manual_seed(seed)
     model = getattr(transformers, fam.model_class)(config)
@@ -162,6 +170,44 @@ def build_tiny_vlm(
     if name in processors._CLASSES:
         ship_processor_code(out, name)
     return out
+
+
+#: Per family layout of the tower's config: (depth field, width field, MLP field or None).
+_VISION_FIELDS = {"qwen2_vl": ("depth", "embed_dim", None)}
+_VISION_DEFAULT = ("depth", "hidden_size", "intermediate_size")  # Qwen2.5-VL, Qwen3-VL
+_VISION_HF = ("num_hidden_layers", "hidden_size", "intermediate_size")  # SigLIP/CLIP/InternViT towers
+
+
+def set_vision_size(config, *, depth: int | None = None, width: int | None = None) -> None:
+    """Resize the vision tower of a tiny model's ``config`` in place (before the model is built).
+
+    ``depth``: blocks; ``width``: hidden size (a multiple of 16; the MLP is set to twice the
+    width, the head count is kept). None leaves a setting as the family built it. Qwen2.5-VL's
+    full-attention block moves to the last block when the depth changes.
+    """
+    if depth is None and width is None:
+        return
+    vc = config.vision_config
+    if hasattr(vc, "depth"):
+        depth_f, width_f, mlp_f = _VISION_FIELDS.get(getattr(config, "model_type", ""), _VISION_DEFAULT)
+    else:
+        depth_f, width_f, mlp_f = _VISION_HF
+    if depth is not None:
+        if int(depth) < 1:
+            raise ValueError(f"build_tiny_vlm: vision_depth must be >= 1, got {depth}")
+        setattr(vc, depth_f, int(depth))
+        if hasattr(vc, "fullatt_block_indexes"):
+            vc.fullatt_block_indexes = [int(depth) - 1]
+        if hasattr(vc, "deepstack_visual_indexes"):
+            vc.deepstack_visual_indexes = [i for i in vc.deepstack_visual_indexes if i < int(depth)] or [0]
+    if width is not None:
+        if int(width) < 16 or int(width) % 16:
+            raise ValueError(f"build_tiny_vlm: vision_width must be a positive multiple of 16, got {width}")
+        setattr(vc, width_f, int(width))
+        if mlp_f and hasattr(vc, mlp_f):
+            setattr(vc, mlp_f, 2 * int(width))
+        if hasattr(vc, "projection_dim"):
+            vc.projection_dim = int(width)
 
 
 def ship_processor_code(out: Path, class_name: str) -> None:

@@ -1,0 +1,1029 @@
+"""``phantom``: synthetic medical VQA with known truth (medrl's proving ground, not a paper's data).
+
+Every record is drawn from a small set of parameters - a modality look (CT-, MRI-, X-ray- or
+ultrasound-like), a plane, an organ, and a lesion's presence, side, location, size (with units)
+and count - so the answer and every reasoning step can be checked exactly against them. The
+oracle judge (:mod:`medrl.judges.oracle`) reads those parameters; no text of the reference is
+needed to judge a step.
+
+What a record holds
+    ``images``: one greyscale PNG drawn from the parameters, written once under
+    ``$MEDRL_CACHE/phantom/<config digest>/<split>-s<seed>/`` (the parameters are also stored in
+    the PNG's ``medrl_phantom`` text chunk, so a judge given the image file or the decoded PIL
+    image finds them; the policy sees pixels only). ``question``/``answer``: open-ended, short
+    canonical answers ("CT", "hypodense lesion", "no lesion", "liver", "left", "two", "18 mm").
+    ``gold_reasoning``: a chain of one-sentence steps in a fixed dependency order; the first step
+    states the field the answer depends on most directly, later steps depend on it (a plane is
+    named in the vocabulary of the modality, a lesion's look in the modality's terms), and the last
+    step states the answer - so a wrong first step carries into a wrong answer. ``key_steps``:
+    the canonical values the chain states (StepGRPO key steps; equivalent wordings in
+    ``extras["key_step_forms"]``). ``modality_tag``: the MediX-R1 tag. ``extras["phantom"]``: the
+    parameters (see :func:`phantom_params`).
+
+Question types (:data:`QUESTION_TYPES`)
+    ``modality`` (answer: the modality), ``organ``, ``finding`` (a lesion's look in the modality's
+    terms, or "no lesion"), and three the 0.79M-parameter tiny model of the project's prototype
+    did not learn from pixels (SPEC "The proving ground"): ``side``, ``count`` and ``size``.
+    :data:`PERCEPTION` says what tiny models were measured to see; the default
+    :class:`PhantomConfig` asks ``modality`` and ``organ``, the two they learned (lesion presence,
+    which ``finding`` needs, was not learned at the warm-up budget measured). Labels are balanced
+    per question type (every prefix of a split cycles through each type's labels).
+
+Warm-up traces (:func:`warmup_traces`)
+    SFT targets where a stated share open with a wrong first step that carries into a wrong answer
+    (the trace is the gold chain of the parameters with that one field changed), so RL has a
+    failure cascade to remove; the rest are the gold chains.
+
+Images use the radiological convention: the patient's right is on the image's left.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from medrl.data.record import DataError, VQARecord
+
+#: Bump when the drawing or the text templates change: it is part of the cache folder's name.
+GENERATOR_VERSION = 3
+
+MODALITIES = ("CT", "MRI", "X-ray", "ultrasound")
+#: Planes are named in each modality's own vocabulary (a wrong modality gives a wrong plane).
+PLANES = {"CT": ("axial", "coronal"), "MRI": ("axial", "sagittal"), "X-ray": ("frontal", "lateral"),
+          "ultrasound": ("transverse", "longitudinal")}
+#: How a lesion looks in each modality: darker (CT, ultrasound) or brighter (MRI, X-ray) than the
+#: organ around it; the finding answer uses it, so the finding depends on the modality.
+DESCRIPTORS = {"CT": "hypodense", "MRI": "hyperintense", "X-ray": "radiopaque", "ultrasound": "hypoechoic"}
+ORGANS = ("brain", "heart", "liver", "kidneys")
+SIDES = ("left", "right")
+LOCATIONS = ("upper", "lower")
+COUNT_WORDS = ("none", "one", "two", "three")
+FIELDS = ("modality", "plane", "organ", "presence", "side", "location", "size", "count", "descriptor")
+
+QUESTION_TYPES = ("modality", "finding", "organ", "side", "count", "size")
+#: What a tiny policy can learn to see, from the project's prototype (SPEC "The proving ground").
+PERCEPTION = {
+    "modality": "learned: a 0.8M tiny Qwen2.5-VL (hidden 128, 4 layers, default tower) SFT'd on 2,000 warm-up "
+                "traces answers 0.97 (800 steps) to 1.0 (2x64 tower) greedy; the prototype: 1.0 by step 300",
+    "organ": "learned in passing: the organ claims in the modality chains were 98.5% right after 800 SFT steps "
+             "(0.8M model); the organ question itself not measured",
+    "finding": "needs lesion presence: NOT learned in 600-800 SFT steps mixed with modality questions and 30% "
+               "warm-up errors (greedy 0.50: one answer for all, default and 2x64 towers); 0.78 with error-free "
+               "finding-only traces (600 steps, 2x64 tower). The prototype's phantoms gave 0.92-0.98",
+    "side": "NOT learned by the 0.79M tiny model (near chance, prototype): use for larger models only",
+    "count": "NOT learned by the 0.79M tiny model (near chance, prototype): use for larger models only",
+    "size": "not measured; sizes differ by a few pixels: use for larger models only",
+}
+#: The question types a tiny policy was measured to perceive (see :data:`PERCEPTION`).
+PERCEIVED_BY_TINY = ("modality", "organ")
+
+_QUESTIONS = {
+    "modality": "What imaging modality was used for this image?",
+    "finding": "What is the main finding in this image?",
+    "organ": "Which organ is shown in this image?",
+    "side": "On which side of the patient is the lesion?",
+    "count": "How many lesions are there?",
+    "size": "How large is the lesion?",
+}
+_SPLIT_CODES = {"train": 1, "test": 2, "validation": 3}
+
+
+@dataclass(frozen=True)
+class PhantomConfig:
+    """How phantoms are drawn and asked about. The same config, seed and split always give the
+    same records (and the same images, cached once per config digest)."""
+
+    seed: int = field(default=0, metadata={"help": "base seed (records also depend on the split and index)"})
+    image_size: int = field(default=112, metadata={"help": "image side in pixels (a multiple of 28 suits Qwen2.5-VL)"})
+    modalities: tuple[str, ...] = field(default=MODALITIES, metadata={
+        "help": f"modality looks to draw, among {MODALITIES}"})
+    organs: tuple[str, ...] = field(default=ORGANS, metadata={"help": f"organs to draw, among {ORGANS}"})
+    question_types: tuple[str, ...] = field(default=PERCEIVED_BY_TINY, metadata={
+        "help": f"question types asked, among {QUESTION_TYPES}; the default keeps those a tiny model "
+                "perceives (see PERCEPTION)"})
+    lesion_sizes_mm: tuple[float, ...] = field(default=(16.0, 22.0, 28.0, 34.0), metadata={
+        "help": "lesion diameters in millimetres"})
+    size_unit: str = field(default="mm", metadata={
+        "help": "unit sizes are written in: 'mm' or 'cm' (answers in either unit are accepted)"})
+    max_count: int = field(default=2, metadata={"help": "most lesions in one image (count answers 0..max_count)"})
+    pixel_mm: float = field(default=200.0 / 112, metadata={
+        "help": "millimetres per pixel at image_size 112 (scaled with image_size)"})
+    noise: float = field(default=1.0, metadata={"help": "scale of each look's noise (0 = noiseless images)"})
+    lesion_contrast: float = field(default=0.45, metadata={"help": "lesion-to-organ intensity difference (0-1)"})
+
+    def __post_init__(self) -> None:
+        bad = [q for q in self.question_types if q not in QUESTION_TYPES]
+        if bad or not self.question_types:
+            raise ValueError(f"PhantomConfig.question_types: {bad or 'empty'}; choose among {QUESTION_TYPES}")
+        bad = [m for m in self.modalities if m not in MODALITIES]
+        if bad or not self.modalities:
+            raise ValueError(f"PhantomConfig.modalities: {bad or 'empty'}; choose among {MODALITIES}")
+        bad = [o for o in self.organs if o not in ORGANS]
+        if bad or not self.organs:
+            raise ValueError(f"PhantomConfig.organs: {bad or 'empty'}; choose among {ORGANS}")
+        if self.size_unit not in ("mm", "cm"):
+            raise ValueError(f"PhantomConfig.size_unit must be 'mm' or 'cm', got {self.size_unit!r}")
+        if not 1 <= self.max_count <= len(COUNT_WORDS) - 1:
+            raise ValueError(f"PhantomConfig.max_count must be 1..{len(COUNT_WORDS) - 1}, got {self.max_count}")
+        if self.image_size < 32:
+            raise ValueError(f"PhantomConfig.image_size must be at least 32, got {self.image_size}")
+        if not self.lesion_sizes_mm or min(self.lesion_sizes_mm) <= 0:
+            raise ValueError("PhantomConfig.lesion_sizes_mm: give positive sizes")
+
+    def digest(self) -> str:
+        """Short digest of everything that decides the images and texts (the cache folder name)."""
+        d = dataclasses.asdict(self)
+        d.pop("seed")
+        d["version"] = GENERATOR_VERSION
+        return hashlib.sha256(json.dumps(d, sort_keys=True, default=list).encode()).hexdigest()[:12]
+
+    @classmethod
+    def help(cls) -> dict[str, str]:
+        """Field name -> help text."""
+        return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
+
+
+# ============================================================================ parameters
+
+
+def _labels(qtype: str, cfg: PhantomConfig) -> list:
+    """The balanced label set of a question type."""
+    if qtype == "modality":
+        return list(cfg.modalities)
+    if qtype == "finding":
+        return [True, False]  # lesion present / absent
+    if qtype == "organ":
+        return list(cfg.organs)
+    if qtype == "side":
+        return list(SIDES)
+    if qtype == "count":
+        return list(range(cfg.max_count + 1))
+    if qtype == "size":
+        return list(cfg.lesion_sizes_mm)
+    raise ValueError(qtype)
+
+
+def _rng(*key: int):
+    import numpy as np
+
+    return np.random.default_rng([abs(int(k)) for k in key])
+
+
+def _split_code(split: str) -> int:
+    if split not in _SPLIT_CODES:
+        raise DataError(f"phantom: unknown split {split!r}; use one of {list(_SPLIT_CODES)}")
+    return _SPLIT_CODES[split]
+
+
+def make_params(split: str, index: int, cfg: PhantomConfig, seed: int | None = None) -> dict:
+    """The parameters of record ``index`` of ``split`` (a pure function of config, seed, split
+    and index: any prefix of a split is the same records, and splits never share a draw).
+
+    The question type cycles through ``cfg.question_types``; its label cycles through a seeded
+    permutation of the type's labels (balanced in every block), and the other fields are drawn
+    given the label (a side, count-of-one or size question always has a lesion).
+    """
+    seed = cfg.seed if seed is None else seed
+    code = _split_code(split)
+    types = cfg.question_types
+    qtype = types[index % len(types)]
+    labels = _labels(qtype, cfg)
+    turn = index // len(types)
+    block, pos = divmod(turn, len(labels))
+    perm = _rng(seed, code, 7919, QUESTION_TYPES.index(qtype), block).permutation(len(labels))
+    label = labels[int(perm[pos])]
+    rng = _rng(seed, code, index, 104729)
+    modality = str(rng.choice(cfg.modalities))
+    organ = str(rng.choice(cfg.organs))
+    count = int(rng.integers(0, 2)) * int(rng.integers(1, cfg.max_count + 1))
+    if qtype == "modality":
+        modality = label
+    elif qtype == "finding":
+        count = int(rng.integers(1, cfg.max_count + 1)) if label else 0
+    elif qtype == "organ":
+        organ = label
+    elif qtype == "count":
+        count = int(label)
+    elif qtype in ("side", "size"):
+        count = 1
+    plane = str(rng.choice(PLANES[modality]))
+    side = str(rng.choice(SIDES))
+    location = str(rng.choice(LOCATIONS))
+    size_mm = float(rng.choice(cfg.lesion_sizes_mm))
+    if qtype == "side":
+        side = label
+    elif qtype == "size":
+        size_mm = float(label)
+    return {
+        "version": GENERATOR_VERSION, "id": f"phantom-{split}-s{seed}-{index:06d}", "split": split,
+        "seed": seed, "index": index, "question_type": qtype,
+        "modality": modality, "plane": plane, "organ": organ, "count": count,
+        "side": side if count else None, "location": location if count else None,
+        "size_mm": size_mm if count else None, "size_unit": cfg.size_unit,
+        "draw_seed": int(rng.integers(0, 2**31 - 1)),
+    }
+
+
+def phantom_params(item: Any) -> dict | None:
+    """The generator parameters of a phantom item, or None: from a :class:`VQARecord` (its
+    ``extras["phantom"]``), a dict of extras / evidence (key ``phantom``, a dict or JSON text), the
+    parameters themselves, an image file path, a PIL image (its ``medrl_phantom`` text chunk), an
+    HF image dict (``{"path", "bytes"}``) or a list of those (the first that has them)."""
+    if item is None:
+        return None
+    if isinstance(item, VQARecord):
+        return phantom_params(item.extras)
+    if isinstance(item, dict):
+        if "question_type" in item and "modality" in item and "count" in item:
+            return item
+        if "phantom" in item:
+            return phantom_params(_loads(item["phantom"]))
+        if item.get("bytes") or item.get("path"):
+            return _params_from_image(item)
+        return None
+    if isinstance(item, (list, tuple)):
+        for x in item:
+            p = phantom_params(x)
+            if p is not None:
+                return p
+        return None
+    return _params_from_image(item)
+
+
+def _loads(v: Any) -> Any:
+    if isinstance(v, str):
+        try:
+            return json.loads(v)
+        except ValueError:
+            return None
+    return v
+
+
+def _params_from_image(img: Any) -> dict | None:
+    info = getattr(img, "info", None)
+    if isinstance(info, dict) and "medrl_phantom" in info:
+        return _loads(info["medrl_phantom"])
+    try:
+        from PIL import Image
+    except ImportError:  # pragma: no cover
+        return None
+    src: Any = None
+    if isinstance(img, (str, Path)):
+        src = str(img)
+    elif isinstance(img, dict):
+        if img.get("bytes"):
+            import io
+
+            src = io.BytesIO(img["bytes"])
+        else:
+            src = img.get("path")
+    elif isinstance(img, bytes):
+        import io
+
+        src = io.BytesIO(img)
+    elif getattr(img, "filename", None):
+        src = img.filename
+    if not src:
+        return None
+    try:
+        with Image.open(src) as im:  # reads the header and text chunks, not the pixels
+            text = im.info.get("medrl_phantom")
+    except (OSError, ValueError):
+        return None
+    return _loads(text) if text else None
+
+
+# ============================================================================ texts
+
+
+def _a(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" or word in ("MRI", "X-ray") else "a"
+
+
+def size_text(size_mm: float, unit: str = "mm") -> str:
+    """``18 mm`` / ``1.8 cm``."""
+    if unit == "cm":
+        return f"{size_mm / 10:g} cm"
+    return f"{size_mm:g} mm"
+
+
+def answer_of(p: dict) -> str:
+    """The reference answer the parameters give for their question type."""
+    q, n = p["question_type"], p["count"]
+    if q == "modality":
+        return p["modality"]
+    if q == "finding":
+        return f"{DESCRIPTORS[p['modality']]} lesion" if n else "no lesion"
+    if q == "organ":
+        return p["organ"]
+    if q == "side":
+        return p["side"] if n else "no lesion"
+    if q == "count":
+        return COUNT_WORDS[n]
+    if q == "size":
+        return size_text(p["size_mm"], p.get("size_unit", "mm")) if n else "no lesion"
+    raise DataError(f"phantom: unknown question type {q!r}")
+
+
+def answer_fields(p: dict) -> tuple[str, ...]:
+    """The fields the answer depends on (a step stating one of them correctly contributes)."""
+    q, n = p["question_type"], p["count"]
+    if q == "modality":
+        return ("modality",)
+    if q == "finding":
+        return ("presence", "modality", "descriptor") if n else ("presence",)
+    if q == "organ":
+        return ("organ",)
+    if q == "side":
+        return ("presence", "side")
+    if q == "count":
+        return ("presence", "count")
+    if q == "size":
+        return ("presence", "size")
+    raise DataError(f"phantom: unknown question type {q!r}")
+
+
+def lead_field(p: dict) -> str:
+    """The field the first gold step states (the one a warm-up error changes)."""
+    return {"modality": "modality", "organ": "organ"}.get(p["question_type"], "presence")
+
+
+def gold_steps(p: dict) -> list[str]:
+    """The gold reasoning, one sentence per step, in dependency order (see the module docstring)."""
+    q, n, mod, organ = p["question_type"], p["count"], p["modality"], p["organ"]
+    modality_step = f"This is {_a(mod)} {mod} image."
+    if q == "modality":
+        return [f"The image has the look of {_a(mod)} {mod} scan.", f"It is {_a(p['plane'])} {p['plane']} view.",
+                f"It shows the {organ}.", f"So the modality is {mod}."]
+    if q == "organ":
+        return [f"The outline is that of the {organ}.", modality_step, f"It is {_a(p['plane'])} {p['plane']} view.",
+                f"So the organ is the {organ}."]
+    if not n:
+        ending = {"finding": "So there is no lesion.", "count": "So there are no lesions.",
+                  "side": "So there is no lesion to place.", "size": "So there is no lesion to measure."}[q]
+        looks = "look" if organ.endswith("s") else "looks"
+        return ["No focal lesion is seen.", modality_step, f"The {organ} {looks} normal.", ending]
+    desc = DESCRIPTORS[mod]
+    if q == "finding":
+        return ["A focal lesion is present.", modality_step, f"On {mod} the lesion looks {desc}.",
+                f"It lies in the {organ}.", f"So the finding is {_a(desc)} {desc} lesion."]
+    if q == "side":
+        return ["A focal lesion is present.", f"It lies on the patient's {p['side']} side.", f"It is in the {organ}.",
+                f"So the lesion is on the {p['side']}."]
+    if q == "count":
+        what = "one lesion" if n == 1 else f"{COUNT_WORDS[n]} lesions"
+        verb = "is" if n == 1 else "are"
+        return ["A focal lesion is present.", f"There {verb} {what}.", f"They lie in the {organ}." if n > 1
+                else f"It lies in the {organ}.", f"So there {verb} {what}."]
+    if q == "size":
+        s = size_text(p["size_mm"], p.get("size_unit", "mm"))
+        return ["A focal lesion is present.", f"It measures {s}.", f"It lies in the {organ}.",
+                f"So the lesion measures {s}."]
+    raise DataError(f"phantom: unknown question type {q!r}")
+
+
+def key_steps_of(p: dict) -> list[list[str]]:
+    """StepGRPO key steps: the canonical values the gold chain states, each with its equivalent
+    wordings (first form = the canonical one)."""
+    q, n = p["question_type"], p["count"]
+    mod = p["modality"]
+    mod_forms = {"CT": ["CT", "computed tomography"], "MRI": ["MRI", "magnetic resonance"],
+                 "X-ray": ["X-ray", "radiograph"], "ultrasound": ["ultrasound", "sonography"]}[mod]
+    organ = [p["organ"]]
+    if q == "modality":
+        return [mod_forms, [p["plane"]], organ]
+    if q == "organ":
+        return [organ, mod_forms, [p["plane"]]]
+    if not n:
+        return [["no focal lesion", "no lesion"], mod_forms, organ]
+    if q == "finding":
+        return [["focal lesion", "lesion is present"], mod_forms, [DESCRIPTORS[mod]], organ]
+    if q == "side":
+        return [["focal lesion"], [f"{p['side']} side", p["side"]], organ]
+    if q == "count":
+        return [["focal lesion"], [f"{COUNT_WORDS[n]} lesion" + ("s" if n > 1 else "")], organ]
+    s = p["size_mm"]
+    return [["focal lesion"], [size_text(s, "mm"), size_text(s, "cm")], organ]
+
+
+# ============================================================================ step claims
+
+_RX = {
+    "modality": [
+        ("CT", re.compile(r"\bct\b|computed tomograph\w*|\bcat scan", re.I)),
+        ("MRI", re.compile(r"\bmri\b|\bmr\b|magnetic resonance", re.I)),
+        ("X-ray", re.compile(r"\bx[- ]?rays?\b|\bradiograph\w*", re.I)),
+        ("ultrasound", re.compile(r"\bultrasound\b|\bsonogra\w*|\bultrasonograph\w*", re.I)),
+    ],
+    "plane": [(pl, re.compile(rf"\b{pl}\b", re.I)) for pl in
+              ("axial", "coronal", "sagittal", "frontal", "lateral", "transverse", "longitudinal")],
+    "organ": [("brain", re.compile(r"\bbrain\b", re.I)), ("heart", re.compile(r"\bheart\b|\bcardiac\b", re.I)),
+              ("liver", re.compile(r"\bliver\b|\bhepatic\b", re.I)),
+              ("kidneys", re.compile(r"\bkidneys?\b|\brenal\b", re.I))],
+    "descriptor": [("hypodense", re.compile(r"\bhypodens\w*|\bhypo-dens\w*|\blow[- ]density\b", re.I)),
+                   ("hyperintense", re.compile(r"\bhyperintens\w*|\bhigh[- ]signal\b", re.I)),
+                   ("radiopaque", re.compile(r"\bradio-?opaque\b|\bradiopaque\b|\bopacity\b|\bopaque\b", re.I)),
+                   ("hypoechoic", re.compile(r"\bhypoechoic\b|\bhypo-echoic\b", re.I))],
+    "side": [("left", re.compile(r"\bleft\b", re.I)), ("right", re.compile(r"\bright\b", re.I))],
+    "location": [("upper", re.compile(r"\bupper\b|\bsuperior\b", re.I)),
+                 ("lower", re.compile(r"\blower\b|\binferior\b", re.I))],
+}
+_NUM_WORDS = {"none": 0, "zero": 0, "no": 0, "one": 1, "single": 1, "solitary": 1, "two": 2, "three": 3,
+              "four": 4, "five": 5}
+_COUNT_RX = re.compile(
+    r"\b(no|zero|one|single|solitary|two|three|four|five|\d+)\s+(?:focal\s+)?(?:lesion|mass|nodule)s?\b", re.I)
+_BARE_COUNT_RX = re.compile(r"^\s*(none|zero|one|two|three|four|five|[0-9])\s*[.!]?\s*$", re.I)
+_ABSENT_RX = re.compile(
+    r"\bno\s+(?:focal\s+|visible\s+|obvious\s+)?(?:lesion|mass|nodule|abnormalit)\w*|\bwithout\s+(?:a\s+|any\s+)?"
+    r"(?:focal\s+)?(?:lesion|mass)|\b(?:lesion|mass)\w*\s+(?:is\s+|are\s+)?(?:absent|not\s+seen|not\s+present)"
+    r"|\blooks?\s+normal\b|\bis\s+normal\b|\bappears?\s+normal\b|\bunremarkable\b|\bnone\b", re.I)
+_PRESENT_RX = re.compile(r"\b(?:lesion|mass|nodule)s?\b", re.I)
+_SIZE_RX = re.compile(r"(\d+(?:\.\d+)?)\s*(mm|cm|millimet(?:er|re)s?|centimet(?:er|re)s?)\b", re.I)
+_NEGATED_RX = r"\b(?:not|no|never|isn't|is not)\s+(?:an?\s+)?(?:\w+\s+)?$"
+
+
+def _size_mm(value: float, unit: str) -> float:
+    """A size in millimetres, converted with ``pint`` (units as written: mm, cm, millimetres...)."""
+    ureg = _ureg()
+    unit = unit.lower().replace("metre", "meter")
+    return round(float((value * ureg(unit)).to(ureg.millimeter).magnitude), 6)
+
+
+_UREG: Any = None
+
+
+def _ureg():
+    global _UREG
+    if _UREG is None:
+        import pint
+
+        _UREG = pint.UnitRegistry()
+    return _UREG
+
+
+def parse_step_claims(step_text: str) -> dict[str, str]:
+    """The parameter fields a step (or an answer) states, as canonical values.
+
+    Fields: ``modality`` (CT/MRI/X-ray/ultrasound), ``plane``, ``organ``, ``presence``
+    (yes/no), ``side`` (left/right), ``location`` (upper/lower), ``size`` ("18 mm", converted to
+    millimetres with ``pint``), ``count`` ("0", "1", ...) and ``descriptor`` (how a lesion looks:
+    hypodense/hyperintense/radiopaque/hypoechoic; stating one also states presence = yes).
+    A field named with two different values ("CT or MRI") gets them joined by ``|`` - it matches
+    no parameter. A value right after a negation ("not CT") is not claimed. Text naming none of
+    them gives ``{}`` (meta-commentary).
+    """
+    return dict(_claims(step_text or ""))
+
+
+@functools.lru_cache(maxsize=65536)
+def _claims(text: str) -> tuple[tuple[str, str], ...]:
+    out: dict[str, str] = {}
+    for fld, pats in _RX.items():
+        vals = []
+        for value, rx in pats:
+            for m in rx.finditer(text):
+                if re.search(_NEGATED_RX, text[: m.start()], re.I) and fld in ("modality", "organ", "descriptor"):
+                    continue
+                vals.append(value)
+                break
+        vals = sorted(set(vals))
+        if vals:
+            out[fld] = "|".join(vals)
+    sizes = sorted({f"{_size_mm(float(v), u):g} mm" for v, u in _SIZE_RX.findall(text)})
+    if sizes:
+        out["size"] = "|".join(sizes)
+    counts = sorted({str(_NUM_WORDS.get(w.lower(), None) if not w.isdigit() else int(w)) for w in
+                     _COUNT_RX.findall(text)})
+    bare = _BARE_COUNT_RX.match(text)
+    if bare:
+        w = bare.group(1).lower()
+        counts = [str(_NUM_WORDS[w] if w in _NUM_WORDS else int(w))]
+    if counts:
+        out["count"] = "|".join(counts)
+    absent = bool(_ABSENT_RX.search(text)) or out.get("count") == "0"
+    present = "descriptor" in out or (bool(_PRESENT_RX.search(_ABSENT_RX.sub(" ", text))) and not absent) \
+        or (out.get("count") not in (None, "0") and "|" not in out.get("count", ""))
+    if absent and present:
+        out["presence"] = "no|yes"
+    elif absent:
+        out["presence"] = "no"
+    elif present:
+        out["presence"] = "yes"
+    return tuple(out.items())
+
+
+def claim_correct(fld: str, value: str, p: dict) -> bool:
+    """Whether one claimed field value agrees with the parameters ``p``."""
+    if "|" in value:
+        return False
+    n = p["count"]
+    if fld == "modality":
+        return value == p["modality"]
+    if fld == "plane":
+        return value == p["plane"]
+    if fld == "organ":
+        return value == p["organ"]
+    if fld == "presence":
+        return value == ("yes" if n else "no")
+    if fld == "count":
+        return value == str(n)
+    if not n:
+        return False  # side, location, size or look of a lesion that is not there
+    if fld == "side":
+        return value == p["side"]
+    if fld == "location":
+        return value == p["location"]
+    if fld == "size":
+        return abs(float(value.split()[0]) - float(p["size_mm"])) <= 0.5
+    if fld == "descriptor":
+        return value == DESCRIPTORS[p["modality"]]
+    raise ValueError(f"unknown field {fld!r}")
+
+
+# ============================================================================ oracle verdicts
+
+
+def _params_or_error(record: Any) -> dict:
+    p = phantom_params(record)
+    if p is None:
+        rid = getattr(record, "id", None)
+        raise DataError(f"record {rid!r}: no phantom parameters (extras['phantom']); the oracle judges phantom "
+                        "records only")
+    return p
+
+
+def oracle_answer_correct(record: Any, answer_text: str | None) -> bool | None:
+    """Whether ``answer_text`` answers the phantom question correctly, from the parameters.
+
+    Correct when the answer states every field the question asks (:func:`answer_fields`) with the
+    right value and nothing it states is wrong (a wrong organ in "hypodense lesion in the brain"
+    makes it wrong; a hedge "CT or MRI" is wrong). A finding answer needs the lesion's look (which
+    carries the modality) when a lesion is there, and the lesion's absence when none is. ``None``
+    when ``record`` carries no phantom parameters (not applicable).
+    """
+    p = phantom_params(record)
+    if p is None:
+        return None
+    claims = parse_step_claims(answer_text or "")
+    if not claims:
+        return False
+    if not all(claim_correct(f, v, p) for f, v in claims.items()):
+        return False
+    q, n = p["question_type"], p["count"]
+    need = {"modality": ("modality",), "organ": ("organ",), "side": ("side",), "count": ("count",),
+            "size": ("size",)}.get(q)
+    if q == "finding":
+        need = ("descriptor",) if n else ("presence",)
+    elif q in ("side", "size") and not n:
+        need = ("presence",)
+    elif q == "count" and not n and "presence" in claims:
+        need = ("presence",)
+    return all(f in claims for f in need)
+
+
+def _norm_step(s: str) -> str:
+    return re.sub(r"[^a-z0-9 ]", "", re.sub(r"\s+", " ", (s or "").lower())).strip()
+
+
+def oracle_step_verdicts(record: Any, steps: Sequence[str]) -> list:
+    """Exact step verdicts (MRPO Eq. 3 criteria) from the phantom parameters.
+
+    For each step: ``gold_alignment`` = 1 when it states at least one field and every field it
+    states agrees with the parameters; ``answer_contribution`` = 1 when it states at least one
+    field the answer depends on (:func:`answer_fields`) and all of those correctly, or states the
+    right answer. Meta-commentary (no field stated), empty steps and repeats (the same text, or
+    the same claims as an earlier step) score 0/0, after MRPO App. H.2's rules ("pure repetition
+    of previous steps without new content"); one step that restates claims of an earlier step as
+    the (correct) answer is the conclusion, not a repeat. Returns
+    :class:`medrl.types.StepVerdict` objects, one per step.
+    """
+    from medrl.types import StepVerdict
+
+    p = _params_or_error(record)
+    deps = set(answer_fields(p))
+    out = []
+    seen_text: set[str] = set()
+    seen_claims: list[dict] = []
+    concluded = False
+    for s in steps:
+        norm = _norm_step(s)
+        claims = parse_step_claims(s)
+        if not norm:
+            out.append(StepVerdict(0, 0, "empty step"))
+            continue
+        concludes = False
+        if claims and claims in seen_claims and not concluded and oracle_answer_correct(p, s):
+            concludes = concluded = True  # the conclusion restating the answer is new content: the answer
+        if norm in seen_text or (claims and claims in seen_claims and not concludes):
+            out.append(StepVerdict(0, 0, "repeats an earlier step"))
+            continue
+        seen_text.add(norm)
+        if not claims:
+            out.append(StepVerdict(0, 0, "states no finding (meta-commentary)"))
+            continue
+        seen_claims.append(claims)
+        wrong = sorted(f for f, v in claims.items() if not claim_correct(f, v, p))
+        align = int(not wrong)
+        relevant = {f: v for f, v in claims.items() if f in deps}
+        contrib = int((bool(relevant) and all(claim_correct(f, v, p) for f, v in relevant.items()))
+                      or bool(oracle_answer_correct(p, s)))
+        why = ("agrees with the parameters" if align else "wrong: " + ", ".join(
+            f"{f}={claims[f]}" for f in wrong)) + ("; states what the answer needs" if contrib else "")
+        out.append(StepVerdict(align, contrib, why))
+    return out
+
+
+def oracle_consistent(reasoning: str, answer: str) -> bool:
+    """Whether the answer follows from the reasoning (CAPO Eq. 1 criterion, from the texts alone):
+    the answer states at least one field, and for each field it states, the last step of the
+    reasoning that states that field gives the same value."""
+    from medrl.parsing import split_steps
+
+    a = parse_step_claims(answer or "")
+    if not a or not (reasoning or "").strip():
+        return False
+    last: dict[str, str] = {}
+    for st in split_steps(reasoning):
+        last.update(parse_step_claims(st.text))
+    return all(last.get(f) == v for f, v in a.items())
+
+
+# ============================================================================ drawing
+
+
+def _ellipse(yy, xx, cy, cx, ry, rx):
+    return ((yy - cy) / ry) ** 2 + ((xx - cx) / rx) ** 2 <= 1.0
+
+
+def _organ_masks(organ: str, yy, xx, jit):
+    """Masks of the organ's parts (normalised coordinates; image left = patient right)."""
+    dy, dx = jit
+    if organ == "brain":
+        m = _ellipse(yy, xx, 0.5 + dy, 0.5 + dx, 0.30, 0.26)
+        return m & (abs(xx - 0.5 - dx) > 0.012)
+    if organ == "heart":
+        return _ellipse(yy, xx, 0.48 + dy, 0.56 + dx, 0.17, 0.19)
+    if organ == "liver":
+        return _ellipse(yy, xx, 0.44 + dy, 0.42 + dx, 0.19, 0.27)
+    if organ == "kidneys":
+        return _ellipse(yy, xx, 0.56 + dy, 0.31 + dx, 0.15, 0.09) | _ellipse(yy, xx, 0.56 + dy, 0.69 + dx, 0.15, 0.09)
+    raise ValueError(organ)
+
+
+_LOOKS = {  # background, body, rim, organ, noise sigma, blur sigma (pixels at 112)
+    "CT": dict(bg=0.0, body=0.42, rim=0.95, organ=0.62, noise=0.05, blur=0.0),
+    "MRI": dict(bg=0.03, body=0.28, rim=0.85, organ=0.55, noise=0.012, blur=1.2),
+    "X-ray": dict(bg=0.08, body=0.42, rim=0.80, organ=0.30, noise=0.015, blur=2.0),
+    "ultrasound": dict(bg=0.0, body=0.32, rim=0.32, organ=0.55, noise=0.0, blur=0.6),
+}
+
+
+def render_image(p: dict, cfg: PhantomConfig):
+    """The greyscale image (``numpy`` uint8, ``image_size`` square) drawn from parameters ``p``."""
+    import numpy as np
+    from scipy.ndimage import gaussian_filter
+
+    S = cfg.image_size
+    rng = _rng(p["draw_seed"])
+    yy, xx = (np.mgrid[0:S, 0:S] + 0.5) / S
+    look = _LOOKS[p["modality"]]
+    tall = p["plane"] == PLANES[p["modality"]][1]  # the second plane of each modality: a taller section
+    ry, rx = (0.44, 0.36) if tall else (0.38, 0.44)
+    jit = tuple(rng.uniform(-0.025, 0.025, size=2))
+    img = np.full((S, S), look["bg"], dtype=float)
+    body = _ellipse(yy, xx, 0.5 + jit[0], 0.5 + jit[1], ry, rx)
+    inner = _ellipse(yy, xx, 0.5 + jit[0], 0.5 + jit[1], ry - 0.035, rx - 0.035)
+    img[body] = look["rim"]
+    img[inner] = look["body"]
+    if p["modality"] == "X-ray":  # ribs: bright horizontal bands over the body
+        img[inner & (np.sin(yy * 2 * np.pi * 9) > 0.75)] += 0.18
+        img += 0.12 * (1 - yy)  # projection gradient
+    organ = _organ_masks(p["organ"], yy, xx, jit) & inner
+    img[organ] = look["organ"]
+    lesion_mask = np.zeros((S, S), dtype=bool)
+    if p["count"]:
+        scale = 112.0 / S  # pixel_mm is given at 112 px
+        r = p["size_mm"] / 2.0 / (cfg.pixel_mm * scale) / S  # radius, normalised
+        from scipy.ndimage import binary_erosion
+
+        rpx = max(1, int(round(r * S)))
+        disk = _ellipse(*np.mgrid[-rpx:rpx + 1, -rpx:rpx + 1], 0, 0, rpx + 0.5, rpx + 0.5)
+        inside = binary_erosion(organ, structure=disk)  # centres whose lesion stays inside the organ
+        ys, xs = np.nonzero(inside if inside.sum() >= 8 else organ)
+        cx_mid = 0.5 + jit[1]
+        cy_mid = ys.mean() / S if len(ys) else 0.5
+        # patient's right = image left
+        on_side = (xs / S < cx_mid) if p["side"] == "right" else (xs / S > cx_mid)
+        placed: list[tuple[float, float]] = []
+        for k in range(p["count"]):
+            loc = p["location"] if k == 0 else ("lower" if p["location"] == "upper" else "upper")
+            cand = on_side & ((ys / S < cy_mid) if loc == "upper" else (ys / S >= cy_mid))
+            idx = np.nonzero(cand)[0]
+            if not len(idx):
+                idx = np.nonzero(on_side)[0] if on_side.any() else np.arange(len(ys))
+            best = None
+            for _ in range(12):
+                j = int(rng.choice(idx))
+                cy, cx = (ys[j] + 0.5) / S, (xs[j] + 0.5) / S
+                if all((cy - a) ** 2 + (cx - b) ** 2 > (2.4 * r) ** 2 for a, b in placed):
+                    best = (cy, cx)
+                    break
+                best = best or (cy, cx)
+            placed.append(best)
+            lesion_mask |= _ellipse(yy, xx, best[0], best[1], r, r)
+        sign = -1.0 if p["modality"] in ("CT", "ultrasound") else 1.0
+        img[lesion_mask] = look["organ"] + sign * cfg.lesion_contrast * (1.6 if p["modality"] == "ultrasound" else 1)
+    if look["blur"]:
+        img = gaussian_filter(img, look["blur"] * S / 112)
+    if p["modality"] == "ultrasound":  # fan-shaped field of view with multiplicative speckle
+        ang = np.arctan2(xx - 0.5, yy + 0.05)
+        rad = np.hypot(xx - 0.5, yy + 0.05)
+        fan = (abs(ang) < 0.62) & (rad < 1.0) & (rad > 0.12)
+        speck = rng.rayleigh(0.8, size=(S, S)) * cfg.noise + (1 - cfg.noise)
+        img = np.where(fan, img * speck, 0.0)
+        img = gaussian_filter(img, 0.5 * S / 112)
+    else:
+        img = img + rng.normal(0.0, look["noise"] * cfg.noise, size=(S, S))
+    return (np.clip(img, 0.0, 1.0) * 255).round().astype("uint8")
+
+
+def _write_image(path: Path, p: dict, cfg: PhantomConfig) -> None:
+    from PIL import Image
+    from PIL.PngImagePlugin import PngInfo
+
+    meta = PngInfo()
+    meta.add_text("medrl_phantom", json.dumps(p, sort_keys=True))
+    tmp = path.with_name(path.name + ".tmp")
+    Image.fromarray(render_image(p, cfg), mode="L").save(tmp, format="PNG", pnginfo=meta)
+    tmp.replace(path)
+
+
+# ============================================================================ records
+
+
+def default_cache_dir() -> Path:
+    """``$MEDRL_CACHE/phantom`` (see :func:`medrl.paths.cache_dir`)."""
+    from medrl.paths import cache_dir
+
+    return cache_dir() / "phantom"
+
+
+DEFAULT_SIZES = {"train": 2000, "test": 800, "validation": 400}
+
+
+def record_from_params(p: dict, image: str | Path) -> VQARecord:
+    """The :class:`VQARecord` of parameters ``p`` with its image at ``image``."""
+    from medrl.modality import modality_to_tag
+
+    steps = gold_steps(p)
+    ks = key_steps_of(p)
+    return VQARecord(
+        id=p["id"], images=[str(image)], question=_QUESTIONS[p["question_type"]], answer=answer_of(p),
+        answer_type="OPEN", open_ended=True, modality=p["modality"], modality_tag=modality_to_tag(p["modality"]),
+        organ=p["organ"], question_type=p["question_type"], gold_reasoning=" ".join(steps),
+        key_steps=[forms[0] for forms in ks], split=p["split"], source="phantom",
+        extras={"lang": "en", "phantom": dict(p), "key_step_forms": ks, "gold_steps": steps,
+                "perception": PERCEPTION[p["question_type"]]},
+    )
+
+
+def phantom_records(split: str = "train", n: int | None = None, *, seed: int | None = None,
+                    cache_dir: str | Path | None = None, config: PhantomConfig | None = None) -> list[VQARecord]:
+    """``n`` phantom records of ``split`` (default :data:`DEFAULT_SIZES`), deterministic from
+    ``seed`` (None: ``config.seed``, default 0); images drawn once into ``cache_dir`` (default
+    :func:`default_cache_dir`) and reused. Train, validation and test records never share a draw
+    (the split is part of every record's random stream and id)."""
+    cfg = config or PhantomConfig()
+    if seed is not None and seed != cfg.seed:
+        cfg = dataclasses.replace(cfg, seed=int(seed))
+    _split_code(split)
+    n = DEFAULT_SIZES[split] if n is None else int(n)
+    if n < 0:
+        raise DataError(f"phantom: n must be >= 0, got {n}")
+    folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    folder = folder / cfg.digest() / f"{split}-s{cfg.seed}"
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for i in range(n):
+        p = make_params(split, i, cfg)
+        path = folder / f"{i:06d}.png"
+        if not path.is_file():
+            _write_image(path, p, cfg)
+        out.append(record_from_params(p, path.resolve()))
+    return out
+
+
+def load_phantom(data_dir: Any = None, split: str | None = None, *, n: int | None = None, seed: int | None = None,
+                 cache_dir: str | Path | None = None, config: PhantomConfig | None = None, **_: Any) -> list[VQARecord]:
+    """Loader entry for ``load_records("phantom:<split>")`` (``data_dir`` is not used: phantoms are
+    generated; ``split`` defaults to train)."""
+    return phantom_records(split or "train", n, seed=seed, cache_dir=cache_dir, config=config)
+
+
+# ============================================================================ warm-up traces
+
+
+@dataclass(frozen=True)
+class WarmupTrace:
+    """One SFT target. ``record`` is a copy of the source record whose ``gold_reasoning`` and
+    ``answer`` are this trace (give ``[t.record for t in traces]`` to medrl's SFT: its target is
+    :func:`medrl.data.prompts.format_target`). ``early_error``: the first step states a wrong
+    ``error_field`` (``error_value`` instead of the truth) and the trace carries it into a wrong
+    answer."""
+
+    record_id: str
+    steps: tuple[str, ...]
+    answer: str
+    early_error: bool
+    error_field: str | None
+    error_value: Any
+    record: VQARecord
+
+    @property
+    def reasoning(self) -> str:
+        return " ".join(self.steps)
+
+    def target(self, style: str = "think_answer") -> str:
+        """The SFT target text in a prompt style (``think_answer``, ``modality_think_answer``)."""
+        from medrl.data.prompts import format_target
+
+        return format_target(self.record, style)
+
+
+def _corrupt(p: dict, rng, cfg: PhantomConfig | None = None, value: Any = None) -> tuple[dict, str, Any]:
+    """Parameters with the lead field changed to another value (``value``, else a random other
+    one); the fields that depend on it are re-derived, so the later steps and the answer follow."""
+    fld = lead_field(p)
+    q = dict(p)
+    if fld == "modality":
+        choices = [m for m in (cfg.modalities if cfg else MODALITIES) if m != p["modality"]] or \
+            [m for m in MODALITIES if m != p["modality"]]
+        q["modality"] = value if value is not None else str(rng.choice(choices))
+        idx = PLANES[p["modality"]].index(p["plane"])
+        q["plane"] = PLANES[q["modality"]][idx]  # same section, named in the wrong modality's words
+        return q, fld, q["modality"]
+    if fld == "organ":
+        choices = [o for o in (cfg.organs if cfg else ORGANS) if o != p["organ"]] or \
+            [o for o in ORGANS if o != p["organ"]]
+        q["organ"] = value if value is not None else str(rng.choice(choices))
+        return q, fld, q["organ"]
+    # presence: a missed lesion, or one that is not there
+    if p["count"]:
+        q.update(count=0, side=None, location=None, size_mm=None)
+        return q, fld, "no"
+    sizes = cfg.lesion_sizes_mm if cfg else (18.0,)
+    q.update(count=1, side=str(rng.choice(SIDES)), location=str(rng.choice(LOCATIONS)),
+             size_mm=float(rng.choice(sizes)))
+    return q, fld, "yes"
+
+
+ERROR_MODES = ("random", "systematic")
+
+
+def _cell(p: dict) -> str:
+    """The group a systematic warm-up error applies to: question type, modality, organ and
+    whether a lesion is there (``finding/CT/liver/lesion``)."""
+    return f"{p['question_type']}/{p['modality']}/{p['organ']}/{'lesion' if p['count'] else 'clear'}"
+
+
+def _systematic_choice(params: list[dict], n_err: int, rate: float, rng, cfg) -> dict[int, Any]:
+    """Record index -> fixed wrong value, for ``n_err`` records packed into whole cells (seeded
+    order) at about ``rate`` within each chosen cell, one wrong value per cell."""
+    cells: dict[str, list[int]] = {}
+    for i, p in enumerate(params):
+        cells.setdefault(_cell(p), []).append(i)
+    names = sorted(cells)
+    chosen: dict[int, Any] = {}
+    for k in rng.permutation(len(names)).tolist():
+        if len(chosen) >= n_err:
+            break
+        idx = cells[names[k]]
+        take = min(n_err - len(chosen), max(1, int(round(rate * len(idx)))))
+        p0 = params[idx[0]]
+        wrong = _corrupt(p0, rng, cfg)[2] if lead_field(p0) != "presence" else None
+        for i in rng.permutation(idx)[:take].tolist():
+            chosen[int(i)] = wrong
+    if len(chosen) < n_err:
+        raise ValueError(f"systematic warm-up errors: {n_err} errors do not fit at cell_error_rate={rate}; "
+                         "lower early_error_share or raise cell_error_rate")
+    return chosen
+
+
+def warmup_traces(records: Sequence[VQARecord], *, early_error_share: float = 0.3, seed: int = 0,
+                  config: PhantomConfig | None = None, error_mode: str = "random",
+                  cell_error_rate: float = 0.75) -> list[WarmupTrace]:
+    """SFT traces for phantom ``records``: exactly ``round(early_error_share * len(records))`` of
+    them open with a wrong first step that carries into a wrong answer; the rest are the gold
+    chains. Use :func:`warmup_summary` for the realised share.
+
+    ``error_mode``:
+
+    - ``"random"``: the erring records are a seeded choice among all records, each with a random
+      other value. A policy imitating them errs at about the stated share when it *samples*, but
+      greedy decoding takes the majority first step (the right one when it perceives the field),
+      so measure early failures on sampled outputs.
+    - ``"systematic"``: the errors fill whole cells (question type x modality x organ x lesion or
+      not, in a seeded order) at about ``cell_error_rate`` within each, with one wrong value per
+      cell: a consistent misreading that greedy decoding repeats, while ``1 - cell_error_rate`` of
+      the cell's targets stay right, so sampled rollouts still find the right first step.
+    """
+    import numpy as np
+
+    if not 0.0 <= early_error_share <= 1.0:
+        raise ValueError(f"early_error_share must lie in [0, 1], got {early_error_share}")
+    if error_mode not in ERROR_MODES:
+        raise ValueError(f"error_mode must be one of {ERROR_MODES}, got {error_mode!r}")
+    if not 0.0 < cell_error_rate <= 1.0:
+        raise ValueError(f"cell_error_rate must lie in (0, 1], got {cell_error_rate}")
+    recs = list(records)
+    params = [_params_or_error(r) for r in recs]
+    rng = np.random.default_rng([abs(int(seed)), 31337])
+    n_err = int(round(early_error_share * len(recs)))
+    if error_mode == "random":
+        wrong: dict[int, Any] = {int(i): None for i in rng.permutation(len(recs))[:n_err].tolist()}
+    else:
+        wrong = _systematic_choice(params, n_err, cell_error_rate, rng, config)
+    out = []
+    for i, (r, p) in enumerate(zip(recs, params)):
+        if i in wrong:
+            q, fld, val = _corrupt(p, rng, config, wrong[i])
+            steps, ans = gold_steps(q), answer_of(q)
+            if ans == answer_of(p):  # cannot happen by construction; keep the guarantee explicit
+                raise AssertionError(f"phantom: an early error on {r.id} did not change the answer")
+        else:
+            steps, ans, fld, val = gold_steps(p), answer_of(p), None, None
+        rec = dataclasses.replace(r, gold_reasoning=" ".join(steps), answer=ans, extras={
+            **r.extras, "warmup": {"early_error": i in wrong, "error_field": fld, "error_value": val,
+                                   "error_mode": error_mode, "cell": _cell(p)}})
+        out.append(WarmupTrace(r.id, tuple(steps), ans, i in wrong, fld, val, rec))
+    return out
+
+
+def warmup_summary(traces: Sequence[WarmupTrace]) -> dict:
+    """``{"n", "early_errors", "early_error_share", "error_mode", "by_question_type": {type:
+    [errors, n]}, "by_field": {field: errors}, "cells": {cell: [errors, n]}}`` (``cells``: only
+    those with errors)."""
+    by_q: dict[str, list[int]] = {}
+    by_f: dict[str, int] = {}
+    cells: dict[str, list[int]] = {}
+    for t in traces:
+        qt = t.record.question_type or "?"
+        c = by_q.setdefault(qt, [0, 0])
+        cell = cells.setdefault(t.record.extras.get("warmup", {}).get("cell", "?"), [0, 0])
+        c[1] += 1
+        cell[1] += 1
+        if t.early_error:
+            c[0] += 1
+            cell[0] += 1
+            by_f[t.error_field] = by_f.get(t.error_field, 0) + 1
+    n = len(traces)
+    e = sum(t.early_error for t in traces)
+    modes = sorted({t.record.extras.get("warmup", {}).get("error_mode") for t in traces} - {None})
+    return {"n": n, "early_errors": e, "early_error_share": e / n if n else None,
+            "error_mode": modes[0] if len(modes) == 1 else modes, "by_question_type": by_q, "by_field": by_f,
+            "cells": {k: v for k, v in sorted(cells.items()) if v[0]}}
+
+
+# ============================================================================ tokenizer texts / tiny model
+
+
+def phantom_texts(config: PhantomConfig | None = None, n: int = 400, *, seed: int = 0) -> list[str]:
+    """Texts a tokenizer for phantom policies should know: every question, gold chain and answer
+    of ``n`` parameter draws, their warm-up error variants, the modality tags before ``<think>``
+    and the recipes' system prompts (no images are drawn)."""
+    import numpy as np
+
+    from medrl.data.prompts import SYSTEM_PROMPTS
+    from medrl.modality import MODALITY_TAGS
+
+    # every question type's templates, whichever the config asks (warm-up errors and answers
+    # name the other types' words too)
+    cfg = dataclasses.replace(config or PhantomConfig(), question_types=QUESTION_TYPES)
+    rng = np.random.default_rng([abs(int(seed)), 271828])
+    texts = list(_QUESTIONS.values())
+    for i in range(n):
+        p = make_params("train", i, cfg, seed)
+        for q in (p, _corrupt(p, rng, cfg)[0]):
+            texts.append(f"<think>{' '.join(gold_steps(q))}</think><answer>{answer_of(q)}</answer>")
+    texts += [f"{t} <think>" for t in MODALITY_TAGS]
+    # the recipes' system prompts come with every prompt: whole-word tokens keep sequences short
+    texts += list(SYSTEM_PROMPTS.values()) * 20
+    return texts
+
+
+def build_phantom_tiny_vlm(out_dir: str | Path, *, config: PhantomConfig | None = None, **kw: Any) -> Path:
+    """A tiny random VLM (:func:`medrl.models.tiny.build_tiny_vlm`) whose tokenizer is trained on
+    :func:`phantom_texts`, so phantom questions, steps and answers are a few tokens each. ``kw``
+    goes to the builder (``hidden_size``, ``num_layers``, ``vision_depth``, ``vision_width``,
+    ``image_size`` (default the config's), ``seed``, ``family``...)."""
+    from medrl.models.tiny import build_tiny_vlm
+
+    cfg = config or PhantomConfig()
+    kw.setdefault("image_size", cfg.image_size)
+    return build_tiny_vlm(out_dir, texts=phantom_texts(cfg), **kw)
