@@ -10,6 +10,17 @@ import pytest
 
 # Tests live in per-package folders (tests/<package>/test_<module>.py) and run under
 # --import-mode=importlib; the shared helpers here (synthetic.py, fake_openai.py) stay importable.
+# rouge-score imports absl, whose log handler keeps the sys.stderr of the moment it is imported -
+# inside a test, pytest's capture file of that test - and closes it later (absl closes any stream
+# that is not the current sys.stderr), which breaks the capture of a later test. Imported here,
+# before any test, and pointed at the process's own stderr, which absl never closes.
+try:
+    import absl.logging as _absl_logging
+
+    _absl_logging.get_absl_handler().python_handler.stream = sys.__stderr__
+except ImportError:  # pragma: no cover - absl comes with rouge-score
+    pass
+
 _TESTS = Path(__file__).resolve().parent
 sys.path.append(str(_TESTS))
 # a few tests reuse another test module's fixtures or fakes by its (unique) basename
