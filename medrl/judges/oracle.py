@@ -2,8 +2,8 @@
 
 On phantom records (:mod:`medrl.data.sources.phantom`) the truth of every step and answer is known
 from the generator's parameters, so this judge computes the verdicts the Judge protocol asks for
-exactly (:func:`~medrl.data.sources.phantom.oracle_step_verdicts`,
-:func:`~medrl.data.sources.phantom.oracle_answer_correct`). Putting it, a noisy copy of it, or any
+exactly (:func:`~medrl.judges.phantom_truth.oracle_step_verdicts`,
+:func:`~medrl.judges.phantom_truth.oracle_answer_correct`). Putting it, a noisy copy of it, or any
 other judge (``reference``, ``openai:...``) behind the same recipe makes the judge an experimental
 variable.
 
@@ -84,11 +84,11 @@ class OracleJudge:
         """What decides the verdicts (stored in eval folders' config.json)."""
         import sys
 
-        import medrl.data.sources.phantom as phantom
+        import medrl.judges.phantom_truth as truth
         from medrl.judges.base import source_version
 
         return {"spec": self.name, "endpoint": None, "model": None, "epsilon": self.epsilon, "seed": self.seed,
-                "prompt_version": source_version(phantom) + "+" + source_version(sys.modules[__name__]),
+                "prompt_version": source_version(truth) + "+" + source_version(sys.modules[__name__]),
                 "images": False}
 
     # ---------------------------------------------------------------- noise
@@ -109,15 +109,15 @@ class OracleJudge:
 
     @staticmethod
     def _params(evidence: Any = None, image: Any = None) -> dict | None:
-        from medrl.data.sources.phantom import phantom_params
+        from medrl.judges.phantom_truth import phantom_params
 
         return phantom_params(evidence) or phantom_params(image)
 
     # ---------------------------------------------------------------- protocol
     async def answer_correct(self, question: str, reference: str, prediction: str, *, image: Any = None,
                              evidence: dict | None = None) -> Verdict:
-        """Exact correctness from the parameters (:func:`~medrl.data.sources.phantom.oracle_answer_correct`)."""
-        from medrl.data.sources.phantom import oracle_answer_correct
+        """Exact correctness from the parameters (:func:`~medrl.judges.phantom_truth.oracle_answer_correct`)."""
+        from medrl.judges.phantom_truth import oracle_answer_correct
 
         self.stats.calls += 1
         p = self._params(evidence, image)
@@ -131,9 +131,9 @@ class OracleJudge:
     async def verify_steps(self, question: str, reference: str, steps: Sequence[str], *,
                            gold_reasoning: str | None = None, evidence: dict | None = None,
                            image: Any = None) -> Verdict:
-        """Exact step verdicts (:func:`~medrl.data.sources.phantom.oracle_step_verdicts`); with
+        """Exact step verdicts (:func:`~medrl.judges.phantom_truth.oracle_step_verdicts`); with
         noise, each step's two fields flip independently."""
-        from medrl.data.sources.phantom import oracle_step_verdicts
+        from medrl.judges.phantom_truth import oracle_step_verdicts
 
         self.stats.calls += 1
         p = self._params(evidence, image)
@@ -153,7 +153,7 @@ class OracleJudge:
 
     async def consistency(self, question: str, reasoning: str, answer: str) -> Verdict:
         """Whether the answer follows from the reasoning (texts only: consistency needs no truth)."""
-        from medrl.data.sources.phantom import oracle_consistent
+        from medrl.judges.phantom_truth import oracle_consistent
 
         self.stats.calls += 1
         ok = oracle_consistent(reasoning, answer)
@@ -164,7 +164,7 @@ class OracleJudge:
                     image: Any = None, evidence: dict | None = None) -> Verdict:
         """Binary: answer correctness as 0/1. Report rubric: 5 x the share of the answer's stated
         fields that are right (0 when it states none)."""
-        from medrl.data.sources.phantom import claim_correct, parse_step_claims
+        from medrl.judges.phantom_truth import claim_correct, parse_step_claims
 
         if rubric == "binary":
             v = await self.answer_correct(question, reference, prediction, image=image, evidence=evidence)
@@ -192,7 +192,7 @@ class OracleJudge:
     async def extract_key_steps(self, question: str, answer: str, reasoning: str) -> Verdict:
         """StepGRPO key steps: the values the reasoning states, in order (``CT``, ``hypodense``,
         ``liver``...); unscored when it states none."""
-        from medrl.data.sources.phantom import parse_step_claims
+        from medrl.judges.phantom_truth import parse_step_claims
         from medrl.parsing import split_steps
 
         self.stats.calls += 1

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from medrl.models.families import FORMAT_TOKENS, QWEN_SPECIALS, QWEN_TEMPLATE  # noqa: F401
 
@@ -224,3 +224,16 @@ def ship_processor_code(out: Path, class_name: str) -> None:
             cfg["processor_class"] = class_name
             cfg.setdefault("auto_map", {})["AutoProcessor"] = f"processing_medrl.{class_name}"
             path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+
+
+def build_phantom_tiny_vlm(out_dir: str | Path, *, config: Any = None, **kw: Any) -> Path:
+    """A tiny random VLM (:func:`build_tiny_vlm`) whose tokenizer is trained on the phantom
+    texts (:func:`medrl.data.sources.phantom.phantom_texts`), so phantom questions, steps and
+    answers are a few tokens each. ``config``: a :class:`~medrl.data.sources.phantom.PhantomConfig`
+    (default one). ``kw`` goes to the builder (``hidden_size``, ``num_layers``, ``vision_depth``,
+    ``vision_width``, ``image_size`` (default the config's), ``seed``, ``family``...)."""
+    from medrl.data.sources.phantom import PhantomConfig, phantom_texts
+
+    cfg = config or PhantomConfig()
+    kw.setdefault("image_size", cfg.image_size)
+    return build_tiny_vlm(out_dir, texts=phantom_texts(cfg), **kw)

@@ -33,7 +33,8 @@ def test_phantom_tiny_model_with_a_larger_tower_reads_a_phantom(tmp_path):
     import torch
 
     from medrl.data.prompts import build_prompt
-    from medrl.data.sources.phantom import build_phantom_tiny_vlm, phantom_records
+    from medrl.data.sources.phantom import phantom_records
+    from medrl.models.tiny import build_phantom_tiny_vlm
     from medrl.models import load_policy
 
     rec = phantom_records("train", 1, cache_dir=tmp_path / "ph")[0]
