@@ -333,7 +333,10 @@ def test_python_dash_m_medrl_is_the_medrl_command(tmp_path):
     assert run.returncode == 0 and run.stdout.strip() == f"medrl {__version__}"
     run = subprocess.run([sys.executable, "-m", "medrl", "demo", "--data-dir", str(tmp_path / "none"),
                           "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 2 and "medrl demo:" in run.stderr
+    from medrl.exit_codes import Exit
+
+    # missing data: the data code of the one exit-code table, as for train and audit-rewards
+    assert run.returncode == Exit.DATA and "medrl demo:" in run.stderr
 
 
 # --------------------------------------------------------------------------- end to end
