@@ -236,6 +236,9 @@ def _decide(answer: str, reference: str | None, question: str | None, multiple_c
     unknown = unknown_characters(text, reference)
     if unknown:
         return undecided(Reason.UNKNOWN_SYMBOL, f"characters no listed normalisation explains: {unknown!r}")
+    foreign = _foreign_letters(reference, text)
+    if foreign:
+        return undecided(Reason.UNKNOWN_SYMBOL, f"letters the reference does not have: {foreign!r}")
     if _count_reference(reference) and bool(_ORDINAL.search(text)) != bool(_ORDINAL.search(reference)):
         return undecided(Reason.NUMBER_FORM, "an ordinal for a count, or a count for an ordinal")
     eq = equivalent(reference, text, question=question)
@@ -273,6 +276,20 @@ def _decide(answer: str, reference: str | None, question: str | None, multiple_c
         if not set(extra) <= _refining_words(reference, text):  # not a named term with the reference's words
             return undecided(Reason.MORE_SPECIFIC, eq.reason)
     return undecided(Reason.OPEN, eq.reason)
+
+
+def _foreign_letters(reference: str, text: str) -> str:
+    """Non-ASCII letters of the answer that the reference does not hold. NFKC composes an
+    inserted combining mark into its letter ("o" + U+0300 -> "ò"), so the character check sees a
+    letter, and the word reader splits a word at it ("còntrast" -> "c", "ntrast"): the letter
+    would vanish from the structure and a surface metric would pay the likeness. Look-alike
+    letters of other scripts are folded first (a listed normalisation)."""
+    from medrl.equivalence.normalise import normalise
+
+    ref = set(normalise(reference or "").text.lower()) | set(unicodedata.normalize("NFKC", reference or "").lower())
+    seen = dict.fromkeys(c for c in normalise(text or "").text.lower()  # look-alike letters folded first
+                         if not c.isascii() and c.isalpha() and c not in ref)
+    return "".join(seen)
 
 
 def _refining_words(reference: str, answer: str) -> set[str]:

@@ -4,19 +4,24 @@ run is `medrl audit-rewards --generated-only`, recorded in docs/judges.md)."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from medrl.answers import Verdict, decide, override
+from medrl.answers import Reason, Verdict, decide, override
 from medrl.answers.attacks import attack_strategy, generate, unicode_insertion
 from medrl.rewards.base import answer_rejection
 
 REFS = [("Right upper lobe", "Where is the nodule?"), ("Pleural effusion", "What is the abnormality?"),
         ("2", "How many kidneys are seen?"), ("0", "How many masses are there?"), ("Axial", "Which plane is this?"),
         ("CT with contrast", "What modality is used?"), ("Liver", "Which organ is enlarged?")]
-FAST = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                         HealthCheck.filter_too_much])
+# derandomized: the default run is the same draw every time (a CI run never fails by chance);
+# MEDRL_HYPOTHESIS_EXAMPLES=2000 searches further with fresh draws
+_N = int(os.environ.get("MEDRL_HYPOTHESIS_EXAMPLES", "0"))
+FAST = settings(max_examples=_N or 30, deadline=None, derandomize=not _N,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
 @pytest.mark.parametrize("ref,question", REFS)
@@ -66,3 +71,12 @@ def test_generate_is_deterministic_and_covers_every_family():
     assert a == generate("Right upper lobe", n=40, seed=1)
     assert {x.family for x in a} >= {"symbol", "word", "frame", "consistent", "abbreviation"}
     assert {x.family for x in generate("2", question="How many kidneys?", n=4)} >= {"number"}
+
+
+@pytest.mark.parametrize("text", ["CT with c\u00f2ntrast", "CT with co\u0300ntrast", "CT wi\u0163h contrast"])
+def test_a_mark_composed_into_a_letter_is_an_unknown_symbol(text):
+    """NFKC composes an inserted combining mark into its letter and the word reader splits the
+    word there; the letter must still make the answer undecided and refused for surface metrics."""
+    d = decide(text, "CT with contrast", question="What modality is used?")
+    assert d.verdict is Verdict.UNDECIDED and d.reason is Reason.UNKNOWN_SYMBOL, d
+    assert answer_rejection(text, "CT with contrast", question="What modality is used?") is not None
