@@ -1,0 +1,52 @@
+"""Effects harness: each method's claimed effect measured where the truth is known.
+
+Python API::
+
+    from medrl.effects import make_config, run_effects
+
+    config = make_config("quick")                 # or "full", "gpu"; keyword overrides
+    md, html = run_effects(config, "effects_out/quick")
+
+Modules: :mod:`~medrl.effects.config` (settings and profiles), :mod:`~medrl.effects.runner`
+(warm-up, paired RL runs, per-seed results), :mod:`~medrl.effects.metrics` (oracle evaluation),
+:mod:`~medrl.effects.leaky` (leaky judges, the monitor's truth hook), :mod:`~medrl.effects.stats`
+(paired statistics over seeds) and :mod:`~medrl.effects.report`. The command is
+``medrl bench effects``; docs/effects.md holds the design and the full run's report.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from medrl.effects.config import EffectsConfig, make_config, parse_set
+
+
+def run_effects(config: EffectsConfig, out: str | Path, *, report_only: bool = False, progress: bool = True,
+                echo: Any = print, command: str | None = None) -> tuple[Path, Path]:
+    """Run (or resume) every job of ``config`` in ``out`` and write the report; returns the
+    Markdown and HTML report paths."""
+    import json
+    import time
+
+    from medrl.effects.report import build_report
+    from medrl.effects.runner import plan, prepare, run_all
+
+    out = Path(out)
+    t0 = time.monotonic()
+    if report_only:
+        prepare(out, config)
+        results = {}
+        for j in plan(config):
+            f = out / "runs" / j.file
+            if f.is_file():
+                results[j.key] = json.loads(f.read_text())
+        seconds = None
+    else:
+        results = run_all(config, out, echo=echo, progress=progress)["jobs"]
+        seconds = time.monotonic() - t0
+    md, html, _ = build_report(config, results, out, seconds=seconds, command=command)
+    return md, html
+
+
+__all__ = ["EffectsConfig", "make_config", "parse_set", "run_effects"]

@@ -1,0 +1,486 @@
+"""The effects harness: warm-up SFT, the paired RL runs, their evaluation, per-seed results.
+
+Jobs (each one JSON file under ``<out>/runs/``, so an interrupted run resumes where it stopped):
+
+- ``warmup`` (or ``s<N>/warmup`` with ``warmup_per_seed``): a tiny Qwen2.5-VL built for the
+  phantom task (its tokenizer trained on phantom texts) fine-tuned on warm-up traces of which a
+  stated share open with a wrong first step that carries into a wrong answer
+  (:func:`medrl.data.sources.phantom.warmup_traces`); then evaluated like every policy. With the
+  MediX-R1 signature a second warm-up (``warmup_tag``) learns the ``modality_think_answer`` format.
+- ``s<N>/<recipe>@<judge>``: one RL run from the warm-up model with the recipe's rewards and
+  advantage, the judge given (``oracle``, ``oracle:0.2``, ``reference``); every method of a seed
+  uses the same seed, data order, budget and warm-up model (:func:`rl_overrides`). Then greedy
+  evaluation on the held-out phantoms (:func:`medrl.effects.metrics.evaluate_model`).
+- ``s<N>/hack-<leak>``: GRPO (``capo_grpo``) against a leaky judge (:mod:`medrl.effects.leaky`)
+  with the hacking monitor watching and the oracle's verdict on every rollout
+  (``monitor/hack_rate`` per step).
+- ``kappa``: each judge's agreement with the oracle, measured the way ``medrl judge-bench`` does
+  (:func:`medrl.eval.judge_bench.step_metrics`: Cohen's kappa of step validity, gold alignment,
+  answer contribution; and of answer correctness), on warm-up-style traces of test records.
+
+``<out>/seeds/seed<N>.json`` gathers a seed's runs when they are all done; a seed whose file
+exists is skipped. Jobs run in worker processes (``workers`` at once, one torch thread each) or,
+with ``workers=0``, in this process.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from medrl.effects.config import SIGNATURES, EffectsConfig
+
+log = logging.getLogger(__name__)
+
+CONFIG_FILE = "config.json"
+
+
+class EffectsFolderMismatch(ValueError):
+    """The output folder holds an effects run made with other settings."""
+BASELINE, METHOD = "grpo", "mrpo"
+
+
+# ----------------------------------------------------------------------------- job list
+
+
+@dataclass(frozen=True)
+class Job:
+    key: str  # "warmup", "s0/grpo@oracle", "s0/hack-yes_judge", "kappa"
+    kind: str  # warmup | rl | hack | kappa
+    seed: int = 0
+    recipe: str | None = None
+    judge: str | None = None
+    style: str = "think_answer"
+    needs: tuple[str, ...] = ()
+
+    @property
+    def file(self) -> str:
+        return self.key.replace("/", "__").replace(":", "-") + ".json"
+
+
+def warmup_key(config: EffectsConfig, seed: int, tag: bool = False) -> str:
+    base = "warmup_tag" if tag else "warmup"
+    return f"s{seed}/{base}" if config.warmup_per_seed else base
+
+
+def rl_key(seed: int, recipe: str, judge: str) -> str:
+    return f"s{seed}/{recipe}@{judge}"
+
+
+def plan(config: EffectsConfig) -> list[Job]:
+    """Every job of ``config`` in dependency order: warm-ups, the judges' kappa, the main GRPO/MRPO
+    seeds, the leaky-reward runs, then per seed the signatures and the noise sweep."""
+    c = config
+    jobs: dict[str, Job] = {}
+    n_seeds = max(c.seeds, c.sweep_seeds if c.noise_sweep else 0, c.signature_seeds if c.signatures else 0,
+                  c.hack_seeds if c.hacks else 0)
+    def warm(s, tag=False):
+        k = warmup_key(c, s, tag)
+        jobs.setdefault(k, Job(k, "warmup", s if c.warmup_per_seed else 0,
+                               style="modality_think_answer" if tag else "think_answer"))
+
+    for s in range(n_seeds):
+        warm(s)
+
+    def rl(s, recipe, judge, style="think_answer"):
+        if style != "think_answer":
+            warm(s, tag=True)  # MediX-R1's warm-up in its own format, queued where it is first needed
+        k = rl_key(s, recipe, judge)
+        jobs.setdefault(k, Job(k, "rl", s, recipe, judge, style, (warmup_key(c, s, style != "think_answer"),)))
+
+    judges = [c.judge, *c.noise_sweep]  # needs no model: runs beside the warm-up
+    jobs["kappa"] = Job("kappa", "kappa", 0, judge=",".join(dict.fromkeys(judges)))
+    for s in range(c.seeds):  # the main comparison first: a run cut short still has it
+        rl(s, BASELINE, c.judge)
+        rl(s, METHOD, c.judge)
+    for s in range(c.hack_seeds if c.hacks else 0):
+        for h in c.hacks:
+            k = f"s{s}/hack-{h}"
+            jobs[k] = Job(k, "hack", s, "capo_grpo", h, needs=(warmup_key(c, s),))
+    for s in range(max(c.sweep_seeds if c.noise_sweep else 0, c.signature_seeds if c.signatures else 0)):
+        if s < c.signature_seeds:
+            for sig in c.signatures:
+                recipe, base = SIGNATURES[sig]
+                style = "modality_think_answer" if sig == "medix" else "think_answer"
+                rl(s, recipe, c.judge, style)
+                rl(s, base, c.judge)
+        if s < c.sweep_seeds:
+            for j in c.noise_sweep:
+                rl(s, BASELINE, j)
+                rl(s, METHOD, j)
+    return list(jobs.values())
+
+
+# ----------------------------------------------------------------------------- data and models
+
+
+def records(config: EffectsConfig, split: str, out: Path | None = None) -> list:
+    """The run's ``split`` records. With ``out``: pinned in ``out/data/<split>.jsonl`` by the first
+    call (the parent process, before any job), so every job of a run reads the same records and
+    images even if the generator changes meanwhile, and no two processes draw the same image."""
+    from medrl.data.record import VQARecord
+    from medrl.data.sources.phantom import phantom_records
+
+    pinned = Path(out) / "data" / f"{split}.jsonl" if out is not None else None
+    if pinned is not None and pinned.is_file():  # written by this module from generated records
+        return [VQARecord(**json.loads(line)) for line in pinned.read_text().splitlines() if line.strip()]
+    n = config.n_train if split == "train" else config.n_test
+    recs = phantom_records(split, n, seed=0, config=config.phantom_config())
+    if pinned is not None:
+        pinned.parent.mkdir(parents=True, exist_ok=True)
+        tmp = pinned.with_suffix(".tmp")
+        tmp.write_text("".join(json.dumps(r.to_dict()) + "\n" for r in recs))
+        os.replace(tmp, pinned)
+    return recs
+
+
+def build_base(config: EffectsConfig, folder: Path, seed: int) -> Path:
+    """The policy before warm-up: a tiny VLM for the task, or ``config.model``."""
+    if config.model != "tiny":
+        from medrl.models.loading import resolve_model_path
+
+        return Path(resolve_model_path(config.model))
+    from medrl.models.tiny import build_phantom_tiny_vlm
+
+    kw: dict[str, Any] = {"hidden_size": config.hidden_size, "num_layers": config.num_layers, "seed": seed}
+    if config.vision_depth:
+        kw["vision_depth"] = config.vision_depth
+    if config.vision_width:
+        kw["vision_width"] = config.vision_width
+    if not (folder / "config.json").is_file():
+        build_phantom_tiny_vlm(folder, config=config.phantom_config(), **kw)
+    return folder
+
+
+def _cpu() -> bool:
+    import torch
+
+    return not torch.cuda.is_available()
+
+
+def sft_options(config: EffectsConfig, seed: int) -> dict:
+    return {"lora": None, "max_steps": config.sft_steps, "per_device_train_batch_size": config.sft_batch,
+            "gradient_accumulation_steps": 1, "learning_rate": config.sft_lr, "lr_scheduler_type": config.sft_schedule,
+            "logging_steps": max(1, config.sft_steps // 20), "save_strategy": "no", "report_to": [], "seed": seed,
+            "max_length": 512, "dataloader_num_workers": 0, "disable_tqdm": True,
+            **({"use_cpu": True} if _cpu() else {})}
+
+
+def _f(x: float) -> str:
+    return f"{float(x):.6e}"  # YAML reads it back as a float
+
+
+def rl_overrides(config: EffectsConfig, seed: int, steps: int | None = None) -> list[str]:
+    """``--set`` overrides every RL run shares: same seed, data order, budget, one process."""
+    c = config
+    batch = c.rl_prompts * c.num_generations
+    return [
+        f"grpo.max_steps={steps or c.rl_steps}", "grpo.num_train_epochs=1",
+        f"grpo.num_generations={c.num_generations}", f"grpo.per_device_train_batch_size={batch}",
+        "grpo.gradient_accumulation_steps=1", f"grpo.max_completion_length={c.max_completion_length}",
+        f"grpo.learning_rate={_f(c.rl_lr)}", f"grpo.beta={_f(c.beta)}", f"grpo.temperature={_f(c.temperature)}",
+        f"grpo.seed={seed}", "grpo.logging_steps=1", "grpo.save_strategy=no", "grpo.dataloader_num_workers=0",
+        f"grpo.use_cpu={'true' if _cpu() else 'false'}", "grpo.bf16=false", "grpo.report_to=[]",
+        "grpo.disable_tqdm=true", f"batch.global_prompts={c.rl_prompts}", f"batch.micro_batch={batch}",
+        "batch.updates_per_rollout=1", "encoders.substitute=true", "algorithm.log_credit_every=0",
+    ]
+
+
+def load_run_recipe(name: str, overrides: list[str]):
+    """The recipe with the harness's overrides; keys a recipe lacks are dropped, not errors."""
+    from medrl.train.recipes import RecipeError, load_recipe
+
+    todo = list(overrides)
+    while True:
+        try:
+            return load_recipe(name, overrides=todo)
+        except (RecipeError, ValueError, KeyError) as exc:
+            msg = str(exc)
+            bad = [o for o in todo if o.split("=", 1)[0] in msg]
+            if not bad:
+                raise
+            log.info("recipe %s: dropping override(s) %s (%s)", name, bad, msg.splitlines()[0])
+            todo = [o for o in todo if o not in bad]
+
+
+def judge_of(spec: str, seed: int) -> Any:
+    from medrl.judges import build_judge
+
+    return build_judge(spec, seed=seed) if spec.startswith("oracle") else build_judge(spec)
+
+
+# ----------------------------------------------------------------------------- jobs
+
+
+def run_warmup(config: EffectsConfig, out: Path, job: Job) -> dict:
+    from medrl.data.sources.phantom import warmup_summary, warmup_traces
+    from medrl.effects.metrics import evaluate_model
+    from medrl.train.sft import train_sft
+
+    folder = out / "models" / job.key.replace("/", "__")
+    t0 = time.monotonic()
+    given = bool(config.warmup_from) and job.style == "think_answer"
+    base = None if given else build_base(config, out / "models" / f"base-s{job.seed}", job.seed)
+    train = records(config, "train", out)
+    traces = warmup_traces(train, early_error_share=config.early_error_share, seed=job.seed,
+                           config=config.phantom_config())
+    final = folder / "final"
+    if given:
+        final = Path(config.warmup_from)  # fine-tuned elsewhere; evaluated here like any warm-up
+    elif not (final / "config.json").is_file():
+        train_sft(str(base), [t.record for t in traces], folder, prompt_style=job.style,
+                  options=sft_options(config, job.seed))
+    secs = time.monotonic() - t0
+    summary = evaluate_model(final, records(config, "test", out), folder / "eval", max_new_tokens=config.eval_max_new_tokens,
+                             batch_size=config.eval_batch, prompt_style=job.style)
+    return {"model": str(final), "warmup": warmup_summary(traces), "eval": summary, "sft_seconds": secs,
+            "style": job.style}
+
+
+def _series(metrics_file: Path, keys: tuple[str, ...]) -> dict[str, list]:
+    out: dict[str, list] = {k: [] for k in keys}
+    if not metrics_file.is_file():
+        return out
+    for line in metrics_file.read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        step = row.get("step", row.get("global_step"))
+        for k in keys:
+            if k in row and row[k] is not None:
+                out[k].append([step, row[k]])
+    return out
+
+
+SERIES = ("reward", "reward_std", "monitor/hack_rate", "monitor/truth_accuracy", "monitor/correct",
+          "monitor/verified", "monitor/disagreement", "monitor/answer_reward",
+          "armed/bertscore_raw_mean", "armed/bertscore_adaptive_mean", "armed/cosine_raw_mean",
+          "armed/cosine_adaptive_mean", "rewards/armed/mean", "rewards/armed/std",
+          "mrpo/reshaped_frac", "ffp/early", "ffp/no_ffp", "answer_reward", "process_reward", "kl", "entropy")
+
+
+def run_rl(config: EffectsConfig, out: Path, job: Job, warm: dict) -> dict:
+    """Train one RL run (``rl`` or ``hack`` job) from the warm-up model and evaluate it."""
+    from medrl.effects.leaky import leaky_judge, truth_hook
+    from medrl.effects.metrics import corrupted_records, evaluate_model
+    from medrl.models.loading import save_policy
+    from medrl.train.pipeline import train_rl
+
+    folder = out / "models" / job.key.replace("/", "__").replace(":", "-")
+    final = folder / "final"
+    steps = config.hack_steps if job.kind == "hack" else config.rl_steps
+    recipe = load_run_recipe(job.recipe, rl_overrides(config, job.seed, steps))
+    recipe.data["prompt_style"] = job.style
+    judge = leaky_judge(job.judge, seed=job.seed) if job.kind == "hack" else judge_of(job.judge, job.seed)
+    t0 = time.monotonic()
+    monitor = {}
+    if not (final / "config.json").is_file():
+        if folder.exists():
+            shutil.rmtree(folder)  # an interrupted run restarts (runs are minutes long)
+        result = train_rl(recipe, warm["model"], records(config, "train", out), folder, judge=judge, train=False)
+        tr = result.trainer
+        mon = getattr(tr, "_monitor", None)
+        if mon is not None:
+            mon.truth_fn = truth_hook
+        tr.train()
+        save_policy(tr.accelerator.unwrap_model(tr.model), tr.processing_class, final)
+        if mon is not None:
+            mon.write_summary()
+    secs = time.monotonic() - t0
+    summ = folder / "monitor_summary.json"
+    if summ.is_file():
+        m = json.loads(summ.read_text())
+        monitor = {"alerts": m.get("alerts", []), "stopped": m.get("stopped")}
+    test = records(config, "test", out)
+    corrupted = None
+    if job.recipe in ("capo", "capo_grpo") and job.kind == "rl":
+        corrupted = corrupted_records(test, out / "corrupted", t=config.corruption_t)
+    ev = evaluate_model(final, test, folder / "eval", max_new_tokens=config.eval_max_new_tokens,
+                        batch_size=config.eval_batch, prompt_style=job.style, corrupted=corrupted)
+    return {"recipe": job.recipe, "judge": job.judge, "kind": job.kind, "eval": ev, "train_seconds": secs,
+            "series": _series(folder / "metrics.jsonl", SERIES), "monitor": monitor, "steps": steps}
+
+
+def run_kappa(config: EffectsConfig, out: Path, job: Job) -> dict:
+    """Each judge's agreement with the oracle on answers and steps (judge-bench's measures)."""
+    from medrl.data.sources.phantom import oracle_answer_correct, oracle_step_verdicts, warmup_traces
+    from medrl.eval.judge_bench import kappa, step_metrics
+    from medrl.judges.base import run_sync
+
+    test = records(config, "test", out)[:200]
+    traces = warmup_traces(test, early_error_share=0.5, seed=123, config=config.phantom_config())
+    items = []
+    for t, rec in zip(traces, test):  # the exact oracle's labels: the "human" side of judge-bench
+        gold = oracle_step_verdicts(rec, list(t.steps))
+        items.append({"id": t.record_id, "step_labels": [{"gold_alignment": v.gold_alignment,
+                                                          "answer_contribution": v.answer_contribution} for v in gold],
+                      "answer_label": bool(oracle_answer_correct(rec, t.answer))})
+    out_k = {}
+    for spec in job.judge.split(","):
+        judge = judge_of(spec, 0)
+        rows = []
+        for t, rec in zip(traces, test):
+            ev = {**rec.evidence(), "phantom": rec.extras.get("phantom")}
+            v = run_sync(judge.verify_steps(rec.question, rec.answer, list(t.steps), gold_reasoning=rec.gold_reasoning,
+                                            evidence=ev, image=rec.images[0]))
+            a = run_sync(judge.answer_correct(rec.question, rec.answer, t.answer, image=rec.images[0]))
+            rows.append({"steps": [(int(x.gold_alignment), int(x.answer_contribution)) for x in v.value]
+                         if v.scored else None, "answer_verdict": bool(a.value) if a.scored else None})
+        sm = step_metrics(items, rows)
+        pairs = [(int(it["answer_label"]), int(r["answer_verdict"])) for it, r in zip(items, rows)
+                 if r["answer_verdict"] is not None]
+        out_k[spec] = {"answer_kappa": kappa([p[0] for p in pairs], [p[1] for p in pairs]) if pairs else None,
+                       "answer_agreement": sum(a == b for a, b in pairs) / len(pairs) if pairs else None,
+                       "step_validity_kappa": sm["valid"]["kappa"],
+                       "gold_alignment_kappa": sm["gold_alignment"]["kappa"],
+                       "answer_contribution_kappa": sm["answer_contribution"]["kappa"],
+                       "ffp_agreement": sm["ffp_agreement"], "n_traces": len(items), "n_steps": sm["steps"]}
+    return {"judges": out_k}
+
+
+def run_job(out: Path, key: str) -> dict:
+    """Run one job of the effects run in ``out`` (reads its config) and write its JSON."""
+    out = Path(out)
+    config = EffectsConfig(**json.loads((out / CONFIG_FILE).read_text())["config"])
+    job = {j.key: j for j in plan(config)}[key]
+    path = out / "runs" / job.file
+    if path.is_file():
+        return json.loads(path.read_text())
+    import torch
+
+    torch.set_num_threads(1)
+    t0 = time.monotonic()
+    if job.kind == "warmup":
+        res = run_warmup(config, out, job)
+    elif job.kind == "kappa":
+        res = run_kappa(config, out, job)
+    else:
+        warm = json.loads((out / "runs" / Job(job.needs[0], "warmup").file).read_text())
+        res = run_rl(config, out, job, warm)
+    res = {"key": key, "seed": job.seed, "seconds": round(time.monotonic() - t0, 1), **res}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(res, indent=1, default=str))
+    os.replace(tmp, path)
+    return res
+
+
+# ----------------------------------------------------------------------------- orchestration
+
+
+def prepare(out: Path, config: EffectsConfig) -> None:
+    """Write ``config.json`` or check that the folder holds this config's results."""
+    out.mkdir(parents=True, exist_ok=True)
+    f = out / CONFIG_FILE
+    if f.is_file():
+        old = json.loads(f.read_text())
+        if old.get("digest") != config.digest():
+            raise EffectsFolderMismatch(f"{out} holds an effects run with other settings "
+                                        f"(digest {old.get('digest')} vs "
+                             f"{config.digest()}); choose another --out or remove it")
+    f.write_text(json.dumps({"config": config.to_dict(), "digest": config.digest()}, indent=2, default=list))
+
+
+def _seed_file(out: Path, seed: int) -> Path:
+    return out / "seeds" / f"seed{seed}.json"
+
+
+def run_all(config: EffectsConfig, out: str | Path, *, echo: Callable[[str], None] = print,
+            progress: bool = True) -> dict:
+    """Run (or resume) every job; returns ``{"jobs": {key: result}, "seconds": wall}``."""
+    out = Path(out)
+    prepare(out, config)
+    jobs = plan(config)
+    for split in ("train", "test"):  # pinned once, here, before any job runs
+        records(config, split, out)
+    done_seeds = {s for s in range(64) if _seed_file(out, s).is_file()}
+    todo = [j for j in jobs if not (j.kind != "kappa" and j.seed in done_seeds and j.kind != "warmup")]
+    results: dict[str, dict] = {}
+    for s in done_seeds:
+        for k, v in json.loads(_seed_file(out, s).read_text()).get("runs", {}).items():
+            results[k] = v
+    if done_seeds:
+        echo(f"effects: seeds {sorted(done_seeds)} already done (their seed files exist); skipping their runs")
+    t0 = time.monotonic()
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(todo), desc="effects runs", unit="run", disable=not progress)
+    futures: dict[str, Any] = {}
+
+    def one(job: Job) -> dict:
+        for dep in job.needs:
+            if "error" in futures[dep].result():
+                bar.update(1)
+                return {"key": job.key, "seed": job.seed, "error": f"needs {dep}, which failed"}
+        path = out / "runs" / job.file
+        if not path.is_file():
+            t = time.monotonic()
+            try:
+                if config.workers == 0:
+                    run_job(out, job.key)
+                else:
+                    _subprocess(out, job)
+            except Exception as exc:  # noqa: BLE001 - one failed run must not lose the others
+                log.exception("effects job %s failed", job.key)
+                bar.write(f"  {job.key}: FAILED ({type(exc).__name__}: {exc})")
+                bar.update(1)
+                return {"key": job.key, "seed": job.seed, "error": f"{type(exc).__name__}: {exc}"}
+            bar.write(f"  {job.key}: {time.monotonic() - t:.0f}s")
+        bar.update(1)
+        return json.loads(path.read_text())
+
+    if config.workers == 0:
+        from concurrent.futures import Future
+
+        for j in todo:
+            f: Future = Future()
+            futures[j.key] = f
+            f.set_result(one(j))
+    else:
+        with ThreadPoolExecutor(max_workers=config.workers) as pool:
+            for j in todo:  # dependency order: a job waits for its warm-up inside its thread
+                futures[j.key] = pool.submit(one, j)
+            for k, f in futures.items():
+                f.result()
+    bar.close()
+    for k, f in futures.items():
+        results[k] = f.result()
+    failed = {k: v["error"] for k, v in results.items() if "error" in v}
+    if failed:
+        echo(f"effects: {len(failed)} run(s) failed (rerun the command to retry them): "
+             + "; ".join(f"{k}: {v}" for k, v in failed.items()))
+    for s in sorted({j.seed for j in jobs if j.kind in ("rl", "hack")} - done_seeds):
+        runs = {k: v for k, v in results.items() if v.get("seed") == s and k.startswith(f"s{s}/")}
+        if any("error" in v for v in runs.values()) or len(runs) < sum(
+                1 for j in jobs if j.seed == s and j.kind in ("rl", "hack")):
+            continue  # a seed file only for a complete seed (its runs are all done)
+        _seed_file(out, s).parent.mkdir(parents=True, exist_ok=True)
+        _seed_file(out, s).write_text(json.dumps({"seed": s, "runs": runs}, indent=1, default=str))
+    return {"jobs": {k: v for k, v in results.items() if "error" not in v}, "failed": failed,
+            "seconds": time.monotonic() - t0}
+
+
+def _subprocess(out: Path, job: Job) -> None:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    logs = out / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    with (logs / (job.file[:-5] + ".log")).open("w") as fh:
+        rc = subprocess.call([sys.executable, "-m", "medrl.effects.runner", str(out), job.key], stdout=fh,
+                             stderr=subprocess.STDOUT, env=env)
+    if rc != 0:
+        raise RuntimeError(f"effects job {job.key} failed (exit {rc}); see {logs / (job.file[:-5] + '.log')}")
+
+
+if __name__ == "__main__":  # one job in a worker process: python -m medrl.effects.runner OUT KEY
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    run_job(Path(sys.argv[1]), sys.argv[2])
