@@ -104,8 +104,8 @@ def add_arguments(p) -> None:
     add_data_root_arg(p)
     p.add_argument("--profile", default=None, help="profile overlay, e.g. 'cpu' (small, runs in minutes on a CPU)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   help="override a recipe value (repeatable), e.g. grpo.beta=0.0; the value is YAML, so "
-                   "quote strings YAML reads as booleans: grpo.save_strategy='no'")
+                   help="override a recipe value (repeatable), e.g. grpo.beta=0.0; the value is YAML "
+                   "(grpo.save_strategy=no is the string 'no': a field that takes text gets 'no' for YAML's false)")
     p.add_argument("--max-steps", type=int, default=None, help="shortcut for --set grpo.max_steps=N")
     p.add_argument("--limit", type=int, default=None, help="use only the first N records")
     p.add_argument("--resume", nargs="?", const=True, default=None, metavar="CHECKPOINT",

@@ -553,9 +553,18 @@ def check_trl_section(section: dict, config: str, where: str, extra: dict[str, A
             problems.append((f"{where}.{key}", f"not a field of trl.{config}{did_you_mean(key, fields)}"))
             continue
         hint = fields[key]
+        if value is False and _takes_str_not_bool(hint):
+            value = "no"  # YAML 1.1 reads `no` as False: `save_strategy: no` means the string
         msg = type_problem(hint, value)
         if msg:
             problems.append((f"{where}.{key}", msg))
             continue
         out[key] = coerce(hint, value)
     return out, problems
+
+
+def _takes_str_not_bool(hint: Any) -> bool:
+    """A field typed ``str`` (or a union with ``str``, such as transformers' strategy enums)
+    that takes no bool."""
+    args = set(typing.get_args(hint)) or {hint}
+    return str in args and bool not in args

@@ -67,3 +67,12 @@ def test_dry_run_lines_list_the_methods_in_hook_order_with_their_configs():
     assert [ln.split()[0] for ln in lines[1:]] == ["mrpo", "capo", "armed", "medix_r1"]
     assert "algorithm.mrpo: tau=0.6" in lines[1] and "rewards: format, modality" in lines[4]
     assert describe_methods(load_recipe("grpo", check_trl=False))[0].endswith("none (TRL's GRPO with the recipe's rewards)")
+
+
+def test_yaml_no_for_a_string_field_is_the_string_no():
+    """YAML 1.1 reads `no` as False; a TRL field typed str (the save/eval strategies) means "no",
+    while a bool field keeps its bool."""
+    from medrl.train.recipes import load_recipe
+
+    r = load_recipe("grpo", overrides=["grpo.save_strategy=no", "grpo.use_vllm=no"])
+    assert r.grpo["save_strategy"] == "no" and r.grpo["use_vllm"] is False

@@ -43,6 +43,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -329,7 +330,7 @@ def _write_image(path: Path, p: dict, cfg: PhantomConfig) -> None:
 
     meta = PngInfo()
     meta.add_text("medrl_phantom", json.dumps(p, sort_keys=True))
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # processes drawing the same image never share a file
     Image.fromarray(render_image(p, cfg), mode="L").save(tmp, format="PNG", pnginfo=meta)
     tmp.replace(path)
 
