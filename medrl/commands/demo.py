@@ -19,8 +19,11 @@ What runs (progress is shown for every stage):
      and budget; only the advantage differs (per sequence vs per token, MRPO Eq. 7)
   6-8. greedy evaluation of the warm-up, GRPO and MRPO models on the same test records:
      judged accuracy, HSS, step verification
-  9. reasoning analysis: First Failure Point stages, FAR curves, paired GRPO-vs-MRPO table
- 10. the report: accuracy and HSS with 95% CIs; "What MRPO changed": real rollouts with every
+  9. phantoms (known truth): GRPO vs MRPO from one warm-up model over 3 seeds on synthetic
+     images, scored exactly by the oracle judge (early-failure share, accuracy, paired
+     difference with its interval and tests; medrl bench effects, docs/effects.md)
+ 10. reasoning analysis: First Failure Point stages, FAR curves, paired GRPO-vs-MRPO table
+ 11. the report: accuracy and HSS with 95% CIs; "What MRPO changed": real rollouts with every
      token shaded by the advantage it got (GRPO and MRPO side by side), advantage by step
      position, paired statistics (McNemar, bootstrap CI) saying whether the accuracy difference
      is significant; FFP stage shares, FAR curves, reward and KL curves, example outputs with
