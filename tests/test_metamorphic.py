@@ -152,7 +152,7 @@ GUARDED = ("medix_embed", "mrpo_answer", "armed", "capo_accuracy", "steprar")
 
 
 def _reward_audit(records, judge):
-    """The audit's correct, wrong and variant cases (the exploit catalogue is tests/test_audit_rewards.py's)."""
+    """The audit's correct, wrong and variant cases (the exploit catalogue is tests/rewards/test_audit.py's)."""
     from medrl.rewards import REWARDS
     from medrl.rewards.audit import build_cases, run_audit
 

@@ -154,7 +154,7 @@ def setup(tmp_path_factory):
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from synthetic import synthetic_records
 
     from medrl.models import build_tiny_vlm
