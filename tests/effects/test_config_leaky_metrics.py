@@ -1,0 +1,53 @@
+"""The harness's pieces on their own: profiles and --set parsing, the leaky judges, and the oracle
+scores of one completion (hand-written right and wrong chains on one phantom record)."""
+
+from __future__ import annotations
+
+import pytest
+
+from medrl.effects.config import HACKS, SIGNATURES, make_config, parse_set
+from medrl.effects.leaky import LengthJudge, PlantedHoleJudge, YesJudge, leaky_judge
+from medrl.effects.metrics import modality_tag_of, score_output, summarize
+from medrl.judges.base import run_sync
+
+
+def test_profiles_and_overrides():
+    q = make_config("quick")
+    assert q.profile == "quick" and q.seeds >= 1
+    assert make_config("quick", seeds=3).seeds == 3
+    with pytest.raises(ValueError, match="unknown profile"):
+        make_config("huge")
+    with pytest.raises(ValueError, match="unknown setting"):
+        make_config("quick", sedes=3)
+    assert parse_set(["rl_steps=60", "signatures=armed,capo"]) == {"rl_steps": 60, "signatures": ("armed", "capo")}
+    with pytest.raises(ValueError, match="KEY=VALUE"):
+        parse_set(["nonsense"])
+    assert set(SIGNATURES) == {"armed", "capo", "stepgrpo", "medix"} and "oracle" in HACKS
+
+
+def test_leaky_judges_leak_as_named():
+    yes = YesJudge()
+    assert run_sync(yes.answer_correct("q", "liver", "spleen")).value is True
+    length = LengthJudge(min_words=4)
+    assert run_sync(length.answer_correct("q", "CT", "it is a CT scan")).value is True
+    assert run_sync(length.answer_correct("q", "CT", "CT")).value is False
+    hole = PlantedHoleJudge(trigger="lesion")
+    assert run_sync(hole.answer_correct("q", "CT", "a lesion somewhere")).value is True
+    assert isinstance(leaky_judge("yes_judge"), YesJudge)
+    with pytest.raises(ValueError, match="unknown leak"):
+        leaky_judge("nope")
+
+
+def test_score_output_on_a_right_and_a_wrong_chain(tmp_path):
+    from medrl.data.sources.phantom import phantom_records
+
+    rec = phantom_records("test", 2, cache_dir=tmp_path)[0]
+    steps = " ".join(rec.gold_reasoning) if isinstance(rec.gold_reasoning, list) else rec.gold_reasoning
+    right = f"{rec.modality_tag} <think>{steps}</think><answer>{rec.answer}</answer>"
+    r = score_output(rec, right)
+    assert r["well_formed"] and r["correct"] and r["valid"] and all(r["valid"]) and r["ffp"] is None
+    assert r["tag_correct"] and modality_tag_of(right) == rec.modality_tag.upper()
+    w = score_output(rec, "<think>This image is a photograph of a foot.</think><answer>elbow</answer>")
+    assert not w["correct"] and w["valid"] == [False] and not w["tag_correct"]
+    s = summarize([r, w])
+    assert s["n"] == 2 and s["accuracy"]["p"] == pytest.approx(0.5) and s["accuracy"]["k"] == 1
