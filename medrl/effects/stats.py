@@ -37,8 +37,9 @@ def paired_over_seeds(a: Sequence[float | None], b: Sequence[float | None], *, a
 
     Seeds missing a value in either list are left out (``dropped``). Returns ``{"n", "dropped",
     "a_mean", "b_mean", "diff" (mean of b - a), "sd", "ci_low", "ci_high", "t_p", "wilcoxon_p",
-    "diffs", "alpha"}``; the interval and tests are None with fewer than two seeds, and the tests
-    are None when every difference is 0.
+    "diffs", "alpha"}``; the interval and tests are None with fewer than two seeds, the interval
+    is None when every seed gives the same difference (no spread to size it), and the tests are
+    None when every difference is 0.
     """
     xa, xb = _clean(a), _clean(b)
     if len(xa) != len(xb):
@@ -68,6 +69,8 @@ def paired_over_seeds(a: Sequence[float | None], b: Sequence[float | None], *, a
             w_p = float(stats.wilcoxon(d).pvalue)
         t_p = None if math.isnan(t_p) else t_p
         w_p = None if math.isnan(w_p) else w_p
+    if sd == 0:  # every seed gave the same difference: a t interval would read [d, d], certainty it is not
+        return {**out, "sd": sd, "ci_low": None, "ci_high": None, "t_p": t_p, "wilcoxon_p": w_p}
     return {**out, "sd": sd, "ci_low": out["diff"] - half, "ci_high": out["diff"] + half, "t_p": t_p,
             "wilcoxon_p": w_p}
 
@@ -134,7 +137,8 @@ def claim_sentence(claim: str, result: dict, *, a: str, b: str, lower_is_better:
     head = f"{claim}: {b} - {a} = {_fmt(diff, percent)} over {n} seed{'s' if n != 1 else ''}"
     if n < 2:
         return head + " (one seed: no interval or test; a direction, not evidence)."
-    ci = f"95% CI [{_fmt(result['ci_low'], percent)}, {_fmt(result['ci_high'], percent)}]"
+    ci = (f"95% CI [{_fmt(result['ci_low'], percent)}, {_fmt(result['ci_high'], percent)}]"
+          if result.get("ci_low") is not None else "the same difference on every seed (no interval)")
     tp, wp = result.get("t_p"), result.get("wilcoxon_p")
     ps = ", ".join(x for x in (f"paired t p = {tp:.3g}" if tp is not None else "",
                                f"Wilcoxon p = {wp:.3g}" if wp is not None else "") if x)

@@ -34,6 +34,7 @@ def test_paired_edge_cases():
     assert "one seed" in claim_sentence("accuracy", one, a="A", b="B")
     same = paired_over_seeds([0.5, 0.6], [0.5, 0.6])
     assert same["diff"] == 0 and same["t_p"] is None and significant(same) is False
+    assert same["ci_low"] is None and same["ci_high"] is None  # no spread over seeds: no [0, 0] interval
     gap = paired_over_seeds([0.5, None, 0.4], [0.6, 0.7, None])
     assert gap["n"] == 1 and gap["dropped"] == 2
     with pytest.raises(ValueError, match="baseline"):

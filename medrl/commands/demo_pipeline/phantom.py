@@ -85,7 +85,8 @@ def phantom_section(rep: Any, ctx: Any) -> None:
                            for k in ("early_share", "accuracy")])
     rep.table(["seed", "early-failure share GRPO -> MRPO", "accuracy GRPO -> MRPO"], rows)
     rep.table(["metric", "MRPO - GRPO (mean over seeds)", "95% CI", "paired t p", "Wilcoxon p"],
-              [[k, _pp(m[k].get("diff")), f"[{_pp(m[k].get('ci_low'))}, {_pp(m[k].get('ci_high'))}]",
+              [[k, _pp(m[k].get("diff")), (f"[{_pp(m[k].get('ci_low'))}, {_pp(m[k].get('ci_high'))}]"
+                                            if m[k].get("ci_low") is not None else "n/a (no spread over seeds)"),
                 _p(m[k].get("t_p")), _p(m[k].get("wilcoxon_p"))] for k in ("early_share", "accuracy")])
     rep.paragraph(claim_sentence("Early-failure share", m["early_share"], a="GRPO", b="MRPO", lower_is_better=True))
     rep.paragraph(claim_sentence("Accuracy", m["accuracy"], a="GRPO", b="MRPO"))
