@@ -96,18 +96,18 @@ def mean_over_seeds(values: Sequence[float | None], *, alpha: float = ALPHA) -> 
 
 def proportion_ci(k: int, n: int, *, alpha: float = ALPHA, method: str = "wilson") -> dict:
     """``{"k", "n", "p", "low", "high", "method"}``: a proportion with its Wilson score interval
-    (``method="wilson"``) or Clopper-Pearson exact interval (``method="exact"``); None for n = 0."""
+    (``method="wilson"``) or Clopper-Pearson exact interval (``method="exact"``); None for n = 0.
+    The interval is :func:`medrl.eval.stats.proportion_ci`'s (one implementation), under the
+    harness's key names."""
     if n < 0 or k < 0 or k > n:
         raise ValueError(f"proportion_ci: need 0 <= k <= n, got k={k}, n={n}")
-    if n == 0:
-        return {"k": 0, "n": 0, "p": None, "low": None, "high": None, "method": method}
-    from statsmodels.stats.proportion import proportion_confint
-
     sm = {"wilson": "wilson", "exact": "beta"}.get(method)
     if sm is None:
         raise ValueError(f"proportion_ci: method must be 'wilson' or 'exact', got {method!r}")
-    lo, hi = proportion_confint(k, n, alpha=alpha, method=sm)
-    return {"k": int(k), "n": int(n), "p": k / n, "low": float(lo), "high": float(hi), "method": method}
+    from medrl.eval.stats import proportion_ci as interval
+
+    r = interval(int(k), int(n), alpha=alpha, method=sm)
+    return {"k": r["k"], "n": r["n"], "p": r["mean"], "low": r["low"], "high": r["high"], "method": method}
 
 
 def significant(result: dict, alpha: float | None = None) -> bool | None:
