@@ -20,6 +20,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from medrl.data.sources.phantom import PERCEIVED_BY_TINY
+
 #: signature name -> (recipe trained, the baseline it is compared with)
 SIGNATURES = {
     "armed": ("armed", "armed_ablation_raw"),  # ARMed Fig. 3: adaptive vs raw semantic reward
@@ -42,7 +44,7 @@ class EffectsConfig:
     seeds: int = 5
     # task (medrl.data.sources.phantom.PhantomConfig fields)
     image_size: int = 112
-    question_types: tuple[str, ...] = ("modality", "finding")
+    question_types: tuple[str, ...] = PERCEIVED_BY_TINY  # the phantom source's default: those a tiny model perceives
     n_train: int = 2000
     n_test: int = 300
     early_error_share: float = 0.3
@@ -78,7 +80,7 @@ class EffectsConfig:
     signature_seeds: int = 2
     hacks: tuple[str, ...] = HACKS
     hack_steps: int = 16
-    hack_seeds: int = 1
+    hack_seeds: int = 2
     workers: int = 2  # processes at once (one torch thread each); 0 = in this process
     extra: dict = field(default_factory=dict)  # free-form notes stored with the results
 
@@ -118,7 +120,7 @@ class EffectsConfig:
 PROFILES: dict[str, dict[str, Any]] = {
     "full": {},
     "quick": dict(profile="quick", seeds=1, image_size=56, n_train=32, n_test=16, hidden_size=64, num_layers=2,
-                  sft_steps=40, sft_batch=8, sft_lr=5e-3, sft_schedule="constant", rl_steps=2, rl_prompts=2,
+                  sft_steps=60, sft_batch=8, sft_lr=5e-3, sft_schedule="constant", rl_steps=2, rl_prompts=2,
                   num_generations=2, max_completion_length=48,
                   eval_max_new_tokens=64, eval_batch=16, noise_sweep=("oracle:0.2",), sweep_seeds=1,
                   signatures=("stepgrpo",), signature_seeds=1, hacks=("yes_judge", "oracle"), hack_steps=2,

@@ -11,9 +11,9 @@ Jobs (each one JSON file under ``<out>/runs/``, so an interrupted run resumes wh
   advantage, the judge given (``oracle``, ``oracle:0.2``, ``reference``); every method of a seed
   uses the same seed, data order, budget and warm-up model (:func:`rl_overrides`). Then greedy
   evaluation on the held-out phantoms (:func:`medrl.effects.metrics.evaluate_model`).
-- ``s<N>/hack-<leak>``: GRPO (``capo_grpo``) against a leaky judge (:mod:`medrl.effects.leaky`)
-  with the hacking monitor watching and the oracle's verdict on every rollout
-  (``monitor/hack_rate`` per step).
+- ``s<N>/hack-<leak>``: GRPO (``capo_grpo``'s format reward, its answer reward replaced by a
+  leak's verdict paid directly, :func:`medrl.effects.leaky.leak_reward`) with the hacking
+  monitor watching and the oracle's verdict on every rollout (``monitor/hack_rate`` per step).
 - ``kappa``: each judge's agreement with the oracle, measured the way ``medrl judge-bench`` does
   (:func:`medrl.eval.judge_bench.step_metrics`: Cohen's kappa of step validity, gold alignment,
   answer contribution; and of answer correctness), on warm-up-style traces of test records.
@@ -269,9 +269,13 @@ SERIES = ("reward", "reward_std", "monitor/hack_rate", "monitor/truth_accuracy",
           "mrpo/reshaped_frac", "ffp/early", "ffp/no_ffp", "answer_reward", "process_reward", "kl", "entropy")
 
 
+#: the reward a hacking run pays its leak through (a custom reward, named by import path)
+LEAK_REWARD = "medrl.effects.leaky:leak_reward"
+
+
 def run_rl(config: EffectsConfig, out: Path, job: Job, warm: dict) -> dict:
     """Train one RL run (``rl`` or ``hack`` job) from the warm-up model and evaluate it."""
-    from medrl.effects.leaky import leaky_judge, truth_hook
+    from medrl.effects.leaky import hole_trigger, truth_hook
     from medrl.effects.metrics import corrupted_records, evaluate_model
     from medrl.models.loading import save_policy
     from medrl.train.pipeline import train_rl
@@ -281,7 +285,12 @@ def run_rl(config: EffectsConfig, out: Path, job: Job, warm: dict) -> dict:
     steps = config.hack_steps if job.kind == "hack" else config.rl_steps
     recipe = load_run_recipe(job.recipe, rl_overrides(config, job.seed, steps))
     recipe.data["prompt_style"] = job.style
-    judge = leaky_judge(job.judge, seed=job.seed) if job.kind == "hack" else judge_of(job.judge, job.seed)
+    judge = judge_of("oracle", job.seed) if job.kind == "hack" else judge_of(job.judge, job.seed)
+    if job.kind == "hack":  # the leak's verdict is paid directly as the answer reward (medrl.effects.leaky)
+        leak = {"name": LEAK_REWARD, "weight": 1.0,
+                "options": {"leak": job.judge, "seed": job.seed, "trigger": hole_trigger(config.question_types)}}
+        recipe.rewards = [leak, *[r for r in recipe.rewards if r["name"] == "format"]]
+        recipe.algorithm["log_rewards"] = {"answer": LEAK_REWARD, "process": None}
     t0 = time.monotonic()
     monitor = {}
     if not (final / "config.json").is_file():
