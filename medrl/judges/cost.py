@@ -194,6 +194,23 @@ class JudgeCostCallback(TrainerCallback):
     def on_train_begin(self, args, state, control, **kwargs):
         self._seen = stats_snapshot(self.judge)  # what was spent before training (probes, set-up) is not the run's
 
+    def _spent(self) -> bool:
+        total = cost_fields(self.total, self.price)
+        return self.budget is not None and self.budget.reached(total["tokens"], total["cost_usd"])
+
+    def on_epoch_begin(self, args, state, control, **kwargs):
+        """A run resumed with its budget already spent stops before it trains a step (the
+        trainer skips an epoch stopped before it began); a larger budget continues it."""
+        if self.stopped_at is None and self.steps and self._spent():
+            import logging
+
+            logging.getLogger(__name__).warning(
+                "judge budget %s was already spent when this run resumed at step %d: stopping without training; "
+                "resume with a larger --judge-budget", self.budget, state.global_step)
+            self.stopped_at = state.global_step
+            control.should_training_stop = True
+        return control
+
     def on_step_end(self, args, state, control, **kwargs):
         delta = self._delta()
         for k, v in delta.items():
@@ -212,7 +229,7 @@ class JudgeCostCallback(TrainerCallback):
         metrics["judge/total_tokens"].append(float(total["tokens"]))
         if total["cost_usd"] is not None:
             metrics["judge/total_cost_usd"].append(float(total["cost_usd"]))
-        if self.budget is not None and self.budget.reached(total["tokens"], total["cost_usd"]):
+        if self._spent():
             import logging
 
             logging.getLogger(__name__).warning(

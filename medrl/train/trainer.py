@@ -366,6 +366,17 @@ class MedGRPOTrainer(GRPOTrainer):
             return num_train_epochs, 0
         return epochs, steps
 
+    def _run_epoch(self, *args, **kwargs):
+        """An epoch that a callback stopped before it began trains no step.
+
+        transformers checks ``control.should_training_stop`` only after a step, so a stop asked
+        at the start (a run resumed with its judge budget already spent:
+        :meth:`medrl.judges.cost.JudgeCostCallback.on_epoch_begin`) would still train one step
+        and spend more of the budget."""
+        if self.control.should_training_stop:
+            return None
+        return super()._run_epoch(*args, **kwargs)
+
     def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
         super()._load_from_checkpoint(resume_from_checkpoint, model)
         callbacks.reload_renamed_weights(self, resume_from_checkpoint, model if model is not None else self.model)

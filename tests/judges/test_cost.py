@@ -117,8 +117,9 @@ grpo: {num_generations: 4, per_device_train_batch_size: 8, max_completion_length
 """
 
 
-def _run(setup, server, out, budget=None, resume=None):
+def _run(setup, server, out, budget=None, resume=None, ledger=False):
     from medrl.judges.cost import configure_judge_cost
+    from medrl.train.callbacks import RunLedgerCallback, RunOutcome
     from medrl.judges.openai_judge import OpenAIJudge
     from medrl.train.pipeline import train_rl
     from medrl.train.recipes import load_recipe
@@ -130,7 +131,9 @@ def _run(setup, server, out, budget=None, resume=None):
     recipe = load_recipe(str(path))
     judge = OpenAIJudge("m", base_url=server[0], cache_path=":memory:", timeout=5, max_retries=0)
     configure_judge_cost(judge, recipe.judge, budget)
-    tr = train_rl(recipe, tiny, records, out, judge=judge, train=False, grpo_overrides={"report_to": "none"}).trainer
+    cbs = [RunLedgerCallback(RunOutcome())] if ledger else []  # what `medrl train` adds: costs carried over a resume
+    tr = train_rl(recipe, tiny, records, out, judge=judge, train=False, grpo_overrides={"report_to": "none"},
+                  callbacks=cbs).trainer
     asked = []  # (step, question, prediction) of every rollout, in order
 
     def text(rec):
@@ -191,14 +194,18 @@ def test_tokens_cost_and_savings_per_step_equal_the_hand_computed_sums(setup, se
 @pytest.mark.usefixtures("one_torch_thread")
 def test_budget_stop_leaves_a_resumable_checkpoint(setup, server, tmp_path):
     out = tmp_path / "budget"
-    tr, asked, _, _ = _run(setup, server, out, budget="10 tokens")  # step 1 alone spends more
+    tr, asked, _, _ = _run(setup, server, out, budget="10 tokens", ledger=True)  # step 1 alone spends more
     assert tr.state.global_step == 1
     ckpt = out / "checkpoint-1"
     assert (ckpt / "trainer_state.json").is_file() and (ckpt / "model.safetensors").is_file()
     assert not (out / "final").exists()
     cost = json.loads((out / "judge_cost.json").read_text())
     assert cost["budget_stop_step"] == 1 and cost["budget"] == "10 tokens"
-    tr2, _, _, _ = _run(setup, server, out, budget="2M tokens", resume=str(ckpt))
+    # resumed with the same, spent budget: it stops before a step (nothing more asked of the judge)
+    tr_same, asked_same, _, _ = _run(setup, server, out, budget="10 tokens", resume=str(ckpt), ledger=True)
+    assert tr_same.state.global_step == 1 and not (out / "checkpoint-2").exists() and asked_same == []
+    assert json.loads((out / "judge_cost.json").read_text())["budget_stop_step"] == 1
+    tr2, _, _, _ = _run(setup, server, out, budget="2M tokens", resume=str(ckpt), ledger=True)
     assert tr2.state.global_step == 3
 
 
