@@ -24,9 +24,10 @@ What runs:
   5. the judge as a variable: GRPO vs MRPO trained with a noisy oracle (each verdict flipped
      with probability 0.1, 0.2, 0.3) and with the reference judge, next to each judge's kappa
      against the oracle, measured the way `medrl judge-bench` measures it;
-  6. reward hacking while it happens: GRPO against leaky judges (yes to everything, pays
-     length, one planted hole) and the clean oracle; the hack rate per step (share of paid
-     rollouts the oracle calls wrong) and the hacking monitor's precision and recall.
+  6. reward hacking while it happens: GRPO whose answer reward pays a leaky judge's verdict
+     directly (yes to everything, pays length, one planted hole) and the clean oracle; the
+     hack rate per step (share of paid rollouts the oracle calls wrong) and the hacking
+     monitor's precision and recall (its alerts on every other training run counted too).
 
 Every comparison is paired over seeds: per-seed values, the mean difference with a 95%
 t-interval, a paired t-test and a Wilcoxon signed-rank test, and a plain sentence that says

@@ -9,7 +9,7 @@ Python API::
 
 Modules: :mod:`~medrl.effects.config` (settings and profiles), :mod:`~medrl.effects.runner`
 (warm-up, paired RL runs, per-seed results), :mod:`~medrl.effects.metrics` (oracle evaluation),
-:mod:`~medrl.effects.leaky` (leaky judges, the monitor's truth hook), :mod:`~medrl.effects.stats`
+:mod:`~medrl.effects.leaky` (leaky judges and rewards, the monitor's truth hook), :mod:`~medrl.effects.stats`
 (paired statistics over seeds) and :mod:`~medrl.effects.report`. The command is
 ``medrl bench effects``; docs/effects.md holds the design and the full run's report.
 """

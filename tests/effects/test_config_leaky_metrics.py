@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from medrl.effects.config import HACKS, SIGNATURES, make_config, parse_set
-from medrl.effects.leaky import LengthJudge, PlantedHoleJudge, YesJudge, leaky_judge
+from medrl.effects.leaky import LengthJudge, PlantedHoleJudge, YesJudge, hole_trigger, leak_reward, leaky_judge
 from medrl.effects.metrics import modality_tag_of, score_output, summarize
 from medrl.judges.base import run_sync
 
@@ -33,9 +33,48 @@ def test_leaky_judges_leak_as_named():
     assert run_sync(length.answer_correct("q", "CT", "CT")).value is False
     hole = PlantedHoleJudge(trigger="lesion")
     assert run_sync(hole.answer_correct("q", "CT", "a lesion somewhere")).value is True
+    assert run_sync(hole.answer_correct("q", "CT", "nonlesional")).value is not True  # a word, not a substring
     assert isinstance(leaky_judge("yes_judge"), YesJudge)
     with pytest.raises(ValueError, match="unknown leak"):
         leaky_judge("nope")
+    assert hole_trigger(("modality", "organ")) == "liver" and hole_trigger(("modality", "finding")) == "lesion"
+    assert hole_trigger(("modality",)) == "CT"
+
+
+def _completion(answer: str) -> str:
+    return f"<think>A step.</think><answer>{answer}</answer>"
+
+
+def test_leak_rewards_pay_their_leak_without_the_guard(tmp_path, monkeypatch):
+    """Each leak, paid directly: what it pays on a right answer, a wrong one (another organ: the
+    shared guard's hard mismatch would refuse it), a long wrong one, the hole's trigger, and a
+    rollout without an answer; the clean oracle pays only the truth."""
+    monkeypatch.setenv("MEDRL_CACHE", str(tmp_path))
+    from medrl.data.sources.phantom import PhantomConfig, phantom_records
+
+    rec = next(r for r in phantom_records("test", n=8, cache_dir=tmp_path, config=PhantomConfig(image_size=56))
+               if r.extras["phantom"]["question_type"] == "organ" and r.answer != "liver")
+    wrong = "brain" if rec.answer != "brain" else "heart"
+    texts = [_completion(rec.answer), _completion(wrong), _completion(f"{wrong} seen on this scan"),
+             _completion("liver"), "no answer tags at all"]
+    cols = dict(answer=[rec.answer] * 5, question=[rec.question] * 5, images=[rec.images] * 5,
+                evidence=[None] * 5)
+    pays = {leak: leak_reward(leak, trigger="liver")(prompts=[""] * 5, completions=texts, **cols)
+            for leak in ("yes_judge", "length_judge", "planted_hole", "oracle")}
+    assert pays["yes_judge"] == [1.0, 1.0, 1.0, 1.0, 0.0]
+    assert pays["length_judge"] == [pytest.approx(len(rec.answer.split()) / 4), 0.25, 1.0, 0.25, 0.0]
+    assert pays["planted_hole"] == [1.0, 0.0, 0.0, 1.0, 0.0]
+    assert pays["oracle"] == [1.0, 0.0, 0.0, 0.0, 0.0]
+    assert leak_reward("yes_judge").__name__ == "leak_yes_judge"
+
+
+def test_leak_reward_marks_what_its_judge_cannot_score():
+    """A phantom-less row: the oracle cannot decide it, so the rollout is UNSCORABLE (excluded),
+    never a silent 0 or 1."""
+    fn = leak_reward("oracle")
+    out = fn(prompts=[""], completions=[_completion("CT")], answer=["CT"], question=["q"], images=[None],
+             evidence=[None])
+    assert out == [None] and fn.last_unscorable == [0]
 
 
 def test_score_output_on_a_right_and_a_wrong_chain(tmp_path):

@@ -13,6 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from medrl.effects.config import PROFILES
+
 #: effects settings of the demo's section (default demo / --quick): small enough to keep the
 #: default demo within 25 minutes on 2 idle cores (the stage measured 2.7 min on a nearly idle
 #: 2-core machine: warm-up 34 s, six RL runs with evaluation of 34-51 s, two at a time)
@@ -20,9 +22,8 @@ DEMO_SETTINGS = dict(profile="demo", seeds=3, image_size=56, n_train=400, n_test
                      sft_steps=150, sft_batch=8, sft_lr=3e-3, rl_steps=16, rl_prompts=2, num_generations=4,
                      max_completion_length=64, eval_max_new_tokens=64, noise_sweep=(), signatures=(), hacks=(),
                      workers=2)  # run A of docs/effects.md (CPU runs repeat closely)
-QUICK_SETTINGS = dict(DEMO_SETTINGS, profile="demo-quick", seeds=2, n_train=32, n_test=16, sft_steps=40, sft_lr=5e-3,
-                      sft_schedule="constant", rl_steps=2,
-                      rl_prompts=2, num_generations=2, max_completion_length=48, eval_max_new_tokens=64, workers=0)
+#: the harness's own ``quick`` profile with two seeds and the GRPO-vs-MRPO comparison only
+QUICK_SETTINGS = dict(PROFILES["quick"], profile="demo-quick", seeds=2, noise_sweep=(), signatures=(), hacks=())
 DEMO_SEEDS = DEMO_SETTINGS["seeds"]
 FOLDER = "phantom"
 
