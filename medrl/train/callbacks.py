@@ -372,16 +372,38 @@ def truncate_logs(run: str | os.PathLike, lengths: dict[str, int]) -> list[str]:
 
 class InterruptCallback(TrainerCallback):
     """Turn a SIGINT/SIGTERM (recorded in ``outcome.signal`` by ``medrl train``'s handler) into a
-    checkpoint and a stop at the next step boundary."""
+    checkpoint and a stop at the next step boundary.
+
+    Under a multi-process launch a signal may reach one process only (a scheduler signalling
+    one rank, a Ctrl-C in one terminal); every process then stops at the same step: the flag is
+    gathered over the processes at each step end, so none waits in a collective for a process
+    that has stopped."""
 
     def __init__(self, outcome: RunOutcome):
         self.outcome = outcome
+        self.trainer: Any = None
+
+    def bind_trainer(self, trainer: Any) -> None:
+        self.trainer = trainer
+
+    def _signal_anywhere(self) -> int | None:
+        """This process's signal, or under several processes the one any process received."""
+        sig = self.outcome.signal
+        acc = getattr(self.trainer, "accelerator", None)
+        if acc is None or getattr(acc, "num_processes", 1) <= 1:
+            return sig
+        import torch
+
+        flags = acc.gather(torch.tensor([int(sig or 0)], dtype=torch.long, device=acc.device))
+        got = int(flags.max().item())
+        return got or None
 
     def on_step_end(self, args, state, control, **kwargs):
         import signal as _signal
 
-        sig = self.outcome.signal
+        sig = self._signal_anywhere()
         if sig is not None:
+            self.outcome.signal = sig
             name = "sigterm" if sig == _signal.SIGTERM else "sigint"
             self.outcome.stop(name, f"{_signal.Signals(sig).name} received; stopped after step {state.global_step} "
                                     "with a checkpoint", state.global_step)

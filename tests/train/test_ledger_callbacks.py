@@ -174,3 +174,32 @@ def test_each_stop_has_its_exit_code_and_no_final_line(reason, code, tmp_path, m
     printed = capsys.readouterr()
     assert "final model ->" not in printed.out and f"stopped by {reason}" in printed.err
     assert f"(exit {int(code)})" in printed.err
+
+
+# ------------------------------------------------------------------ signals under several processes
+
+def test_a_signal_on_one_process_stops_every_process_at_the_same_step():
+    """Two processes, the signal reached only the other one: this one stops at the same step
+    (the flag is gathered over the processes), so no process waits for a stopped one."""
+    import signal as _signal
+
+    from medrl.train.callbacks import InterruptCallback, RunOutcome
+
+    class TwoProcesses:
+        num_processes, device = 2, "cpu"
+
+        def __init__(self, other):
+            self.other = other
+
+        def gather(self, t):
+            return torch.cat([t, torch.tensor([self.other])])
+
+    mine = RunOutcome()
+    cb = InterruptCallback(mine)
+    cb.bind_trainer(SimpleNamespace(accelerator=TwoProcesses(0)))
+    control = cb.on_step_end(None, SimpleNamespace(global_step=3), TrainerControl())
+    assert not control.should_training_stop and mine.signal is None  # nobody was signalled
+    cb.bind_trainer(SimpleNamespace(accelerator=TwoProcesses(int(_signal.SIGTERM))))
+    control = cb.on_step_end(None, SimpleNamespace(global_step=4), TrainerControl())
+    assert control.should_training_stop and control.should_save
+    assert mine.signal == _signal.SIGTERM and mine.reason == "sigterm" and mine.step == 4
