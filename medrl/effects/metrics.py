@@ -120,7 +120,10 @@ def evaluate_model(model_path: str | Path, records: Sequence[Any], out_dir: str 
     if done.is_file():
         return json.loads(done.read_text())
     out.mkdir(parents=True, exist_ok=True)
-    policy, processor = load_policy(str(model_path))
+    import torch
+
+    # on a GPU machine the greedy evaluation runs there too (the gpu profile's held-out set is large)
+    policy, processor = load_policy(str(model_path), device_map="cuda" if torch.cuda.is_available() else None)
     texts = generate(policy, processor, list(records), max_new_tokens=max_new_tokens, batch_size=batch_size,
                      prompt_style=prompt_style, progress=False)
     rows = [{**score_output(r, t), "text": t} for r, t in zip(records, texts)]

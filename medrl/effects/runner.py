@@ -90,10 +90,10 @@ def plan(config: EffectsConfig) -> list[Job]:
 
     for s in range(n_seeds):
         warm(s)
+        if "medix" in c.signatures and s < c.signature_seeds:
+            warm(s, tag=True)  # MediX-R1's warm-up trains beside the first one, not after the runs that need it
 
     def rl(s, recipe, judge, style="think_answer"):
-        if style != "think_answer":
-            warm(s, tag=True)  # MediX-R1's warm-up in its own format, queued where it is first needed
         k = rl_key(s, recipe, judge)
         jobs.setdefault(k, Job(k, "rl", s, recipe, judge, style, (warmup_key(c, s, style != "think_answer"),)))
 
@@ -167,12 +167,19 @@ def _cpu() -> bool:
     return not torch.cuda.is_available()
 
 
+def _bf16() -> bool:
+    """Train in bf16 where the GPU supports it (fp32 on CPU: bf16 matmuls there are slow)."""
+    import torch
+
+    return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+
+
 def sft_options(config: EffectsConfig, seed: int) -> dict:
     return {"lora": None, "max_steps": config.sft_steps, "per_device_train_batch_size": config.sft_batch,
             "gradient_accumulation_steps": 1, "learning_rate": config.sft_lr, "lr_scheduler_type": config.sft_schedule,
             "logging_steps": max(1, config.sft_steps // 20), "save_strategy": "no", "report_to": [], "seed": seed,
             "max_length": 512, "dataloader_num_workers": 0, "disable_tqdm": True,
-            **({"use_cpu": True} if _cpu() else {})}
+            **({"use_cpu": True} if _cpu() else {}), **({"bf16": True} if _bf16() else {})}
 
 
 def _f(x: float) -> str:
@@ -189,7 +196,8 @@ def rl_overrides(config: EffectsConfig, seed: int, steps: int | None = None) -> 
         "grpo.gradient_accumulation_steps=1", f"grpo.max_completion_length={c.max_completion_length}",
         f"grpo.learning_rate={_f(c.rl_lr)}", f"grpo.beta={_f(c.beta)}", f"grpo.temperature={_f(c.temperature)}",
         f"grpo.seed={seed}", "grpo.logging_steps=1", "grpo.save_strategy=no", "grpo.dataloader_num_workers=0",
-        f"grpo.use_cpu={'true' if _cpu() else 'false'}", "grpo.bf16=false", "grpo.report_to=[]",
+        f"grpo.use_cpu={'true' if _cpu() else 'false'}", f"grpo.bf16={'true' if _bf16() else 'false'}",
+        "grpo.report_to=[]",
         "grpo.disable_tqdm=true", f"batch.global_prompts={c.rl_prompts}", f"batch.micro_batch={batch}",
         "batch.updates_per_rollout=1", "encoders.substitute=true", "algorithm.log_credit_every=0",
     ]
@@ -367,7 +375,8 @@ def run_job(out: Path, key: str) -> dict:
         return json.loads(path.read_text())
     import torch
 
-    torch.set_num_threads(1)
+    if not torch.cuda.is_available():
+        torch.set_num_threads(1)  # worker processes share the CPU cores; on a GPU the host threads feed it
     t0 = time.monotonic()
     if job.kind == "warmup":
         res = run_warmup(config, out, job)

@@ -11,6 +11,7 @@ On a CUDA machine it runs:
   (MRPO two steps, the worker of ``tests/scenarios/test_multiprocess_cpu.py``);
 * ``medrl eval --backend vllm`` on a small JSONL set.
 
+``MEDRL_GPU_FAMILIES`` (a comma list) limits the family matrix to those families.
 Each test skips with its reason when CUDA, enough GPUs, vLLM or DeepSpeed is missing, so on a
 machine without a GPU ``make test-gpu`` collects everything and skips everything (exit 0).
 """
@@ -45,8 +46,21 @@ pytestmark = [pytest.mark.gpu, pytest.mark.filterwarnings("ignore::FutureWarning
                                                           "ignore::DeprecationWarning")]
 
 REPO = Path(__file__).resolve().parents[2]
-WORKER = REPO / "tests" / "test_multiprocess_cpu.py"
+WORKER = REPO / "tests" / "scenarios" / "test_multiprocess_cpu.py"
 GPU_RL = ["grpo.use_cpu=false", "grpo.bf16=true"]
+
+
+def _matrix() -> list[str]:
+    """The families of the bf16 matrix: all of them, or ``MEDRL_GPU_FAMILIES`` (comma list), for
+    a short device lease (e.g. ``MEDRL_GPU_FAMILIES=qwen2_5_vl``, the effects harness's family)."""
+    only = [f.strip() for f in os.environ.get("MEDRL_GPU_FAMILIES", "").split(",") if f.strip()]
+    bad = sorted(set(only) - set(FAMILY_NAMES))
+    if bad:
+        raise ValueError(f"MEDRL_GPU_FAMILIES: unknown famil(ies) {bad}; choose among {', '.join(FAMILY_NAMES)}")
+    return [f for f in FAMILY_NAMES if not only or f in only]
+
+
+MATRIX = _matrix()
 
 
 def _cuda_count() -> int:
@@ -82,7 +96,7 @@ def _gpu_first():
 # ------------------------------------------------------------------------------ the matrix in bf16
 
 
-@pytest.mark.parametrize("family", FAMILY_NAMES)
+@pytest.mark.parametrize("family", MATRIX)
 def test_gpu_sft_lora_and_full_bf16(family, build, records, tmp_path):
     need_gpus()
     from medrl.models import load_policy
@@ -138,7 +152,7 @@ def _device_logits(model, processor, records):
         return enc, model(**enc).logits
 
 
-@pytest.mark.parametrize("family", FAMILY_NAMES)
+@pytest.mark.parametrize("family", MATRIX)
 @pytest.mark.parametrize("name", ["grpo", "mrpo"])
 def test_gpu_rl_two_steps_bf16(family, name, build, records, judge, tmp_path):
     need_gpus()
@@ -152,12 +166,12 @@ def test_gpu_rl_two_steps_bf16(family, name, build, records, judge, tmp_path):
     assert any((h.get("reward_std") or 0) > 0 for h in tr.state.log_history if "reward" in h)
 
 
-@pytest.mark.parametrize("family", FAMILY_NAMES)
+@pytest.mark.parametrize("family", MATRIX)
 def test_gpu_mrpo_token_alignment_bf16(family, build, records, judge, tmp_path):
     check_mrpo_alignment(family, build(family), records, judge, tmp_path, overrides=GPU_RL)
 
 
-@pytest.mark.parametrize("family", FAMILY_NAMES)
+@pytest.mark.parametrize("family", MATRIX)
 def test_gpu_checkpoint_reload_gives_the_final_logits_bf16(family, build, records, tmp_path):
     from medrl.models import load_policy
 
@@ -168,7 +182,7 @@ def test_gpu_checkpoint_reload_gives_the_final_logits_bf16(family, build, record
     torch.testing.assert_close(_logits(m1, p1, records), _logits(m2, p1, records), rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("family", FAMILY_NAMES)
+@pytest.mark.parametrize("family", MATRIX)
 def test_gpu_batched_generation_bf16(family, build, records):
     need_gpus()
     from medrl.models import generate, load_policy
