@@ -48,13 +48,16 @@ def test_plan_pairs_every_method_with_the_same_warmup():
     from medrl.effects.runner import plan
 
     jobs = {j.key: j for j in plan(make_config("full"))}
-    for s in range(5):
+    for s in range(8):
         assert jobs[f"s{s}/grpo@oracle"].needs == jobs[f"s{s}/mrpo@oracle"].needs == ("warmup",)
         assert jobs[f"s{s}/grpo@oracle"].seed == jobs[f"s{s}/mrpo@oracle"].seed == s
     assert jobs["s0/medix_r1@oracle"].needs == ("warmup_tag",)
     assert {"s0/hack-yes_judge", "s0/hack-length_judge", "s0/hack-planted_hole", "s0/hack-oracle"} <= set(jobs)
     keys = list(jobs)
     assert keys.index("warmup") < keys.index("s0/grpo@oracle")  # warm-ups first
+    # both warm-ups come before every run, so two workers train them side by side
+    first_run = min(i for i, k in enumerate(keys) if jobs[k].kind in ("rl", "hack"))
+    assert keys.index("warmup_tag") < first_run
 
 
 def test_config_refuses_unknown_settings():
