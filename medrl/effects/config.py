@@ -70,6 +70,9 @@ class EffectsConfig:
     beta: float = 0.01
     temperature: float = 1.0
     judge: str = "oracle"
+    # recipe overrides for every RL run, as `medrl train --set` takes them ("algorithm.mrpo.tau=0.9");
+    # a key a recipe does not have is left out for that recipe
+    recipe_set: tuple[str, ...] = ()
     # evaluation
     eval_max_new_tokens: int = 64
     eval_batch: int = 32
@@ -87,6 +90,10 @@ class EffectsConfig:
 
     def __post_init__(self) -> None:
         self.question_types = tuple(self.question_types)
+        self.recipe_set = tuple(self.recipe_set)
+        bad = [o for o in self.recipe_set if "=" not in o]
+        if bad:
+            raise ValueError(f"effects: recipe_set entries are KEY=VALUE recipe overrides, got {bad}")
         self.noise_sweep = tuple(self.noise_sweep)
         self.signatures = tuple(self.signatures)
         self.hacks = tuple(self.hacks)
@@ -109,6 +116,8 @@ class EffectsConfig:
         d = self.to_dict()
         d.pop("workers")
         d.pop("extra")
+        if not d["recipe_set"]:
+            d.pop("recipe_set")  # folders made before recipe_set existed keep their digest
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=list).encode()).hexdigest()[:12]
 
     def phantom_config(self):

@@ -200,6 +200,7 @@ def rl_overrides(config: EffectsConfig, seed: int, steps: int | None = None) -> 
         "grpo.report_to=[]",
         "grpo.disable_tqdm=true", f"batch.global_prompts={c.rl_prompts}", f"batch.micro_batch={batch}",
         "batch.updates_per_rollout=1", "encoders.substitute=true", "algorithm.log_credit_every=0",
+        *c.recipe_set,
     ]
 
 

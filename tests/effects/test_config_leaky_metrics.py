@@ -25,6 +25,19 @@ def test_profiles_and_overrides():
     assert set(SIGNATURES) == {"armed", "capo", "stepgrpo", "medix"} and "oracle" in HACKS
 
 
+def test_recipe_overrides_reach_every_rl_run():
+    from medrl.effects.runner import load_run_recipe, rl_overrides
+
+    o = parse_set(["recipe_set=algorithm.mrpo.strategy=full"])
+    c = make_config("full", **o)
+    assert c.recipe_set == ("algorithm.mrpo.strategy=full",)
+    assert rl_overrides(c, 0)[-1] == "algorithm.mrpo.strategy=full"
+    assert load_run_recipe("mrpo", rl_overrides(c, 0)).algorithm["mrpo"]["strategy"] == "full"
+    assert c.digest() != make_config("full").digest()  # another setting, another folder
+    with pytest.raises(ValueError, match="KEY=VALUE"):
+        make_config("full", recipe_set=("nonsense",))
+
+
 def test_leaky_judges_leak_as_named():
     yes = YesJudge()
     assert run_sync(yes.answer_correct("q", "liver", "spleen")).value is True
