@@ -36,9 +36,9 @@ what the numbers show - including "no significant difference".
 Profiles:
   --quick          1 seed, a few steps, the smallest model: the machinery end to end (the fast
                    test suite runs it; its numbers mean nothing). A few minutes.
-  (default) full   5 seeds, every signature, the sweep and the leaky runs with a 0.8M tiny model:
-                   about 35 minutes on 2 idle CPU cores, estimated from measured runs
-                   (docs/effects.md has those runs, their commands and times).
+  (default) full   8 seeds, every signature, the sweep and the leaky runs with a 0.8M tiny model:
+                   14 minutes on 2 idle CPU cores, measured (docs/effects.md has the run, its
+                   command and its report).
                    --set warmup_from=FOLDER reuses an already fine-tuned warm-up model.
   --profile gpu    a real small VLM (--set model=...), more seeds and steps.
 

@@ -25,6 +25,10 @@ METRICS: dict[str, tuple[Callable[[dict], Any], bool, bool]] = {
     "accuracy": (lambda e: (e.get("accuracy") or {}).get("p"), True, False),
     "early_share": (lambda e: e.get("early_share"), True, True),
     "far": (lambda e: e.get("far"), True, True),
+    # the same failures counted over every held-out output: a share among failed outputs rises
+    # when late failures disappear even if early ones stay as they were
+    "early_rate": (lambda e: _per_output(e, "early"), True, True),
+    "failed_rate": (lambda e: _per_output(e, None), True, True),
     "consistency": (lambda e: (e.get("consistency") or {}).get("p"), True, False),
     "corruption_drop": (lambda e: e.get("corruption_drop"), True, False),
     "key_step_coverage": (lambda e: e.get("key_step_coverage"), True, False),
@@ -32,9 +36,20 @@ METRICS: dict[str, tuple[Callable[[dict], Any], bool, bool]] = {
     "format": (lambda e: (e.get("format") or {}).get("p"), True, False),
 }
 CLAIMS = {"accuracy": "accuracy", "early_share": "early-failure share (FFP < 0.4 among outputs with a failed step)",
+          "early_rate": "early failures per held-out output (FFP < 0.4, over all outputs)",
+          "failed_rate": "held-out outputs with a failed step",
           "far": "failure accumulation rate", "consistency": "reasoning-answer consistency",
           "corruption_drop": "accuracy drop on corrupted images (reliance on the image)",
           "key_step_coverage": "key-step coverage", "tag_accuracy": "modality-tag accuracy"}
+
+
+def _per_output(e: dict, stage: str | None) -> float | None:
+    """Outputs whose first failed step falls in ``stage`` (None: any stage) over all outputs."""
+    st, n = e.get("stages") or {}, e.get("n")
+    if not n or not st:
+        return None
+    k = st.get("n_failed") if stage is None else (st.get("counts") or {}).get(stage)
+    return None if k is None else k / n
 
 
 def _get(results: dict, key: str, metric: str):
@@ -166,7 +181,8 @@ def analyse(config: EffectsConfig, results: dict) -> dict:
     warm = results.get("warmup") or results.get("s0/warmup") or {}
     out["warmup"] = {"warmup": warm.get("warmup"), "eval": warm.get("eval"), "sft_seconds": warm.get("sft_seconds")}
     base, meth = (BASELINE, c.judge), (METHOD, c.judge)
-    out["main"] = {m: paired(results, c.seeds, base, meth, m) for m in ("early_share", "accuracy", "far")}
+    out["main"] = {m: paired(results, c.seeds, base, meth, m)
+                   for m in ("early_share", "early_rate", "failed_rate", "accuracy", "far")}
     dyn = {}
     for who in (BASELINE, METHOD):
         rows = []
@@ -302,13 +318,16 @@ def build_report(config: EffectsConfig, results: dict, out: str | Path, *, secon
     m = a["main"]
     for s in range(c.seeds):
         rows.append([s] + [_p(m[k]["a_values"][s], True) + " -> " + _p(m[k]["b_values"][s], True)
-                           for k in ("early_share", "accuracy", "far")])
-    rep.table(["seed", "early-FFP share GRPO -> MRPO", "accuracy GRPO -> MRPO", "FAR GRPO -> MRPO"], rows,
-              caption="Per seed (same warm-up model, seed, data order and budget)")
+                           for k in ("early_share", "early_rate", "failed_rate", "accuracy", "far")])
+    rep.table(["seed", "early-FFP share GRPO -> MRPO", "early failures per output", "outputs with a failed step",
+               "accuracy GRPO -> MRPO", "FAR GRPO -> MRPO"], rows,
+              caption="Per seed (same warm-up model, seed, data order and budget). The early-FFP share counts "
+                      "among outputs with a failed step; the next two columns count over all held-out outputs")
     rep.table(["metric", "GRPO mean", "MRPO mean", "MRPO - GRPO", "95% CI (t)", "paired t p", "Wilcoxon p"],
               [[k, _p(m[k].get("a_mean")), _p(m[k].get("b_mean")), _d(m[k].get("diff")), _ci(m[k]),
                 _pv(m[k].get("t_p")), _pv(m[k].get("wilcoxon_p"))] for k in m])
-    for k, lower in (("early_share", True), ("accuracy", False), ("far", True)):
+    for k, lower in (("early_share", True), ("early_rate", True), ("failed_rate", True), ("accuracy", False),
+                     ("far", True)):
         rep.paragraph(claim_sentence(f"MRPO vs GRPO, {CLAIMS[k]}", m[k], a="GRPO", b="MRPO", lower_is_better=lower))
     f = _plot_paired(figs / "effects_mrpo_vs_grpo.png", [m["early_share"], m["accuracy"]], "GRPO vs MRPO per seed")
     if f:
