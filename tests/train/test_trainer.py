@@ -15,25 +15,6 @@ pytestmark = [pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserW
               pytest.mark.usefixtures("one_torch_thread")]
 
 
-@pytest.fixture(scope="module")
-def policy(tmp_path_factory):
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    from medrl.models.tiny import DEFAULT_TEXTS, _train_tokenizer
-
-    root = tmp_path_factory.mktemp("policy")
-    tok = _train_tokenizer(DEFAULT_TEXTS, 400)
-    torch.manual_seed(0)
-    model = Qwen2ForCausalLM(Qwen2Config(vocab_size=len(tok), hidden_size=32, intermediate_size=64,
-                                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
-                                         max_position_embeddings=256, pad_token_id=tok.pad_token_id,
-                                         eos_token_id=tok.eos_token_id, tie_word_embeddings=True))
-    model.generation_config.pad_token_id = tok.pad_token_id
-    model.save_pretrained(root)
-    tok.save_pretrained(root)
-    return root
-
-
 class Recorder(Method):
     """Records the hooks it sees; counts steps as its checkpointed state."""
 
