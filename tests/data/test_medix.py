@@ -11,27 +11,12 @@ hails/mmlu_no_train, openlifescienceai/medmcqa and the VQA-RAD / SLAKE / PathVQA
 function (``examples/reward_function/medical.py``) reads the solution's leading ``<TAG>``.
 """
 
-import io
 import json
 
 import pytest
-from PIL import Image
 
 from medrl.data import DataError, load_records
-
-
-def _png(color=(120, 10, 10)) -> bytes:
-    buf = io.BytesIO()
-    Image.new("RGB", (8, 8), color).save(buf, format="PNG")
-    return buf.getvalue()
-
-
-def _pq(path, rows):
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows), path)
+from layout_files import png as _png, write_parquet as _pq
 
 
 MIMIC_URL = "https://physionet.org/files/mimic-cxr-jpg/2.0.0/files/p10/p10000032/s50414267/{}.jpg"

@@ -2,33 +2,12 @@
 its source ships (the source is named in each test's docstring)."""
 
 import gzip
-import io
 import json
 
 import pytest
-from PIL import Image
 
 from medrl.data import DataError, load_records
-
-
-def _png(color=(120, 10, 10)) -> bytes:
-    buf = io.BytesIO()
-    Image.new("RGB", (8, 8), color).save(buf, format="PNG")
-    return buf.getvalue()
-
-
-def _write_png(path, color=(1, 2, 3)):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(_png(color))
-    return path
-
-
-def _pq(path, rows):
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows), path)
+from layout_files import png as _png, write_png as _write_png, write_parquet as _pq
 
 
 @pytest.fixture

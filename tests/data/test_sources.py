@@ -2,26 +2,13 @@
 (save_to_disk and downloaded parquet), SLAKE (BoKelvin), OmniMedVQA, MMMU Health & Medicine,
 MedXpertQA MM, MedQA, MedMCQA, PubMedQA; ``medrl data inspect`` counts; suite presence."""
 
-import io
 import json
 
 import pytest
-from PIL import Image
 
 from medrl.cli import main
 from medrl.data import DataError, load_records
-
-
-def _png(color=(120, 10, 10)) -> bytes:
-    buf = io.BytesIO()
-    Image.new("RGB", (8, 8), color).save(buf, format="PNG")
-    return buf.getvalue()
-
-
-def _write_png(path, color=(1, 2, 3)):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(_png(color))
-    return path
+from layout_files import png as _png, write_png as _write_png, write_parquet as _pq
 
 
 def _hf_rows(n_yes=2, n_open=1):
@@ -242,14 +229,6 @@ def test_hub_id_goes_through_load_dataset_and_medmcqa_parquet(tmp_path, cache, m
 
 
 # =========================================================================== the papers' other sets
-def _pq(path, rows):
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows), path)
-
-
 def test_vqa_med_2019_imageclef_layout(tmp_path):
     """ARMed's out-of-domain VQA-Med: the ImageCLEF 2019 release, pipe-separated QA files."""
     root = tmp_path / "VQA-Med-2019"
