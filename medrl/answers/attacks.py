@@ -193,8 +193,8 @@ def number_attacks(ref: str, question: str | None, rng: random.Random) -> list[A
     keep = [str(n), word, f"{n} ({word})", f"{word.capitalize()}."]
     if noun:
         keep.append(f"{n} {noun}")
-    if n == 0:
-        keep += ["None", "No", "Zero"]
+    if n == 0:  # a bare "No" is a yes/no answer, not a count (medrl.answers.decide)
+        keep += ["None", "Zero"] + ([f"No {noun}"] if noun else [])
     other = n + rng.choice((1, 2)) if n < 8 else n - 1
     flips = [str(other), _NUM_WORDS[other] if other < len(_NUM_WORDS) else str(other), f"{word}+", f"{n}+",
              _ORDINALS[n] if n < len(_ORDINALS) else f"{n}th", f"at least {word}", f"more than {word}"]

@@ -177,10 +177,16 @@ def _image_qualifier_on_a_finding(reference: str, answer: str) -> bool:
 
 
 def _zero_for_zero(reference: str, answer: str) -> bool:
-    """"None" / "No" / "Zero" for the count 0."""
+    """"None" / "Zero" / "No masses" for the count 0. A bare polarity word ("No", "Nope") is a
+    yes/no answer, not a count: it would pay an answer of "no" to every "how many" question whose
+    count is zero, so it is left to the guard (a yes/no answer to an open question)."""
+    from medrl.answer_guard import strip_answer, yes_no
     from medrl.equivalence.decide import _is_null
     from medrl.equivalence.structure import read
 
+    bare = strip_answer(answer).strip(" .!").casefold()
+    if yes_no(bare) is not None and len(bare.split()) == 1:
+        return False
     r, a = read(reference), read(answer)
     return all(q.low == 0 == q.high for q in r.quantities) and not a.quantities and _is_null(a)
 

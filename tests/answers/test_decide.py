@@ -28,6 +28,16 @@ def test_marks_and_ordinals_on_counts_are_not_correct(answer, ref):
     assert decide(answer, ref, question="How many lesions?").verdict is not Verdict.CORRECT
 
 
+@pytest.mark.parametrize("answer", ["No", "no.", "Nope", "Yes"])
+def test_a_bare_polarity_word_is_no_count_of_zero(answer):
+    """"No" to "How many lungs?" is a yes/no answer to an open question, not "none": paying it would
+    pay "no" to every question whose count is zero."""
+    d = decide(answer, "0", question="How many lungs are shown in this image?")
+    assert d.verdict is Verdict.WRONG and d.reason is Reason.YES_NO_TO_OPEN
+    assert decide("None", "0", question="How many lungs are shown in this image?").verdict is Verdict.CORRECT
+    assert decide("No lungs", "0", question="How many lungs are shown in this image?").verdict is Verdict.CORRECT
+
+
 @pytest.mark.parametrize("answer", ["See image", "It is.", "Answer: A", "Present", "Large"])
 def test_a_count_reference_does_not_fail_open(answer):
     assert decide(answer, "one", question="How many masses are there?").verdict is not Verdict.CORRECT
