@@ -93,10 +93,9 @@ def _plot_paired(path: Path, comps: list[dict], title: str) -> Path | None:
     """One panel per comparison: per-seed values of both runs joined by a line."""
     if not comps:
         return None
-    import matplotlib
+    from medrl.eval.plots import _plt, _save
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _plt()
 
     fig, axes = plt.subplots(1, len(comps), figsize=(3.2 * len(comps), 3.2), squeeze=False)
     for ax, c in zip(axes[0], comps):
@@ -107,21 +106,16 @@ def _plot_paired(path: Path, comps: list[dict], title: str) -> Path | None:
         ax.set_title(c["metric"], fontsize=9)
         ax.set_xlim(-0.4, 1.4)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def _plot_lines(path: Path, series: dict[str, list], title: str, ylabel: str) -> Path | None:
     series = {k: v for k, v in series.items() if v}
     if not series:
         return None
-    import matplotlib
+    from medrl.eval.plots import _plt, _save
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _plt()
 
     fig, ax = plt.subplots(figsize=(6, 3.4))
     for name, pts in series.items():
@@ -131,21 +125,16 @@ def _plot_lines(path: Path, series: dict[str, list], title: str, ylabel: str) ->
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def _plot_sweep(path: Path, rows: list[dict]) -> Path | None:
     rows = [r for r in rows if r["early"].get("diff") is not None]
     if not rows:
         return None
-    import matplotlib
+    from medrl.eval.plots import _plt, _save
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _plt()
 
     fig, ax = plt.subplots(figsize=(6, 3.4))
     xs = list(range(len(rows)))
@@ -158,11 +147,7 @@ def _plot_sweep(path: Path, rows: list[dict]) -> Path | None:
     ax.set_xticks(xs, [f"{r['judge']}\nkappa {_pv(r['kappa'])}" for r in rows], fontsize=7)
     ax.set_title("MRPO - GRPO by judge (95% CI over seeds)", fontsize=10)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def _ends(points, k: int = 3) -> dict | None:

@@ -99,12 +99,9 @@ def summarize_pass_at_k(rows: Iterable[Mapping], ks: Sequence[int] | None = None
 
 def plot_pass_at_k(summary: Mapping, path) -> None:
     """CAPO Fig. 7-style curve: pass@k against k (log2 axis), one line per dataset."""
-    import matplotlib
+    from medrl.eval.plots import _plt, _save
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3.5))
+    fig, ax = _plt().subplots(figsize=(5, 3.5))
     for ds, curve in summary.get("datasets", {}).items():
         pts = [(int(k), v["pass_at_k"]) for k, v in curve.items() if v["pass_at_k"] is not None]
         if pts:
@@ -115,9 +112,7 @@ def plot_pass_at_k(summary: Mapping, path) -> None:
     ax.set_title(f"pass@k from n={summary.get('n_samples')} samples per item")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, path)
 
 
 __all__ = ["default_ks", "item_counts", "pass_at_k", "pass_at_k_curve", "plot_pass_at_k", "summarize_pass_at_k"]
