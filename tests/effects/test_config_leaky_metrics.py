@@ -103,3 +103,15 @@ def test_score_output_on_a_right_and_a_wrong_chain(tmp_path):
     assert not w["correct"] and w["valid"] == [False] and not w["tag_correct"]
     s = summarize([r, w])
     assert s["n"] == 2 and s["accuracy"]["p"] == pytest.approx(0.5) and s["accuracy"]["k"] == 1
+
+
+def test_counts_over_all_outputs_by_hand():
+    """300 outputs, 60 with a failed step, 24 of them early: the early share is 24/60 = 40%, the
+    early failures per output 24/300 = 8%, the outputs with a failed step 60/300 = 20%."""
+    from medrl.effects.report import METRICS
+
+    ev = {"n": 300, "early_share": 0.4, "stages": {"n_failed": 60, "counts": {"early": 24, "mid": 6, "late": 30}}}
+    assert METRICS["early_share"][0](ev) == 0.4
+    assert METRICS["early_rate"][0](ev) == pytest.approx(0.08)
+    assert METRICS["failed_rate"][0](ev) == pytest.approx(0.20)
+    assert METRICS["early_rate"][0]({"n": 0}) is None and METRICS["failed_rate"][0]({}) is None
