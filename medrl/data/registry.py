@@ -309,7 +309,6 @@ SUITE_OOD: dict[str, frozenset[str]] = {
 
 #: A suite's source may be present as its Hugging Face copy instead.
 SUITE_FALLBACK = {"vqa_rad": "vqa_rad_hf", "slake": "slake_hf", "pathvqa": "pathvqa_hf"}
-_SUITE_FALLBACK = SUITE_FALLBACK  # old name (medrl.commands.eval)
 
 
 # --------------------------------------------------------------------------- finding sources

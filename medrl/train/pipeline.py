@@ -90,14 +90,14 @@ def load_training_records(recipe: Recipe, data: str | None = None, data_dir: str
     (:func:`training_source`). The source used is ``report["data_source"]``.
 
     Recipe ``data`` keys: ``split``, ``open_only``, ``limit``, ``rationales`` (a MedThink file, or
-    a list of them - R-RAD, R-SLAKE, R-Path - joined as gold reasoning, :mod:`medrl.data.medthink`) and ``require_gold_reasoning`` (MRPO
+    a list of them - R-RAD, R-SLAKE, R-Path - joined as gold reasoning, :mod:`medrl.data.sources.medthink`) and ``require_gold_reasoning`` (MRPO
     MRPO App. C.1 trains only on records aligned with a MedThink rationale: the others are
     dropped; none left is an error). The matched/unmatched counts are logged and put in
     ``report["gold_reasoning"]``; when a step-verifying reward runs on records without gold
     reasoning, a warning says its judge sees only their evidence.
     """
     from medrl.data import DataError, load_records
-    from medrl.data.loaders import DATASETS, parse_source
+    from medrl.data.registry import DATASETS, parse_source
 
     d = recipe.data
     report = report if report is not None else {}
@@ -115,7 +115,7 @@ def load_training_records(recipe: Recipe, data: str | None = None, data_dir: str
         records += load_records(part, split=split, data_dir=data_dir, open_only=d.get("open_only", False),
                                 limit=None if (require or files or len(parts) > 1) else limit, report=report)
     if files:
-        from medrl.data.medthink import attach_rationales
+        from medrl.data.sources.medthink import attach_rationales
 
         report["medthink"] = []
         for f in files:  # a record already given a rationale keeps it; order is kept

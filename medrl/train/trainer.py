@@ -38,9 +38,6 @@ import torch
 from trl import GRPOTrainer
 
 from medrl.methods import MedBatch, Method, compose
-from medrl.methods.capo import stable_seed as _stable_seed  # noqa: F401 (re-exported)
-from medrl.methods.mrpo import refuse_with_token_advantages, token_advantage_conflicts  # noqa: F401 (re-exported)
-from medrl.parsing import completion_token_offsets, prefix_decode_offsets  # noqa: F401 (re-exported)
 from medrl.train import callbacks
 from medrl.train.credit import CreditWriter
 from medrl.train.recipes import resolve_algorithm
