@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from medrl.registry import Registry
+from medrl.common.registry import Registry
 
 ADVANTAGES = Registry("advantage", modules=["medrl.advantages"])
 

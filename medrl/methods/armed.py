@@ -100,7 +100,7 @@ class ARMed(Method):
                 row[k] = [float(v) for v in raw[k] if v is not None]
                 row[f"{k}_adaptive"] = [float(v) for v in adapted.get(k, []) if v is not None]
         if row and trainer.accelerator.is_main_process:
-            from medrl.jsonl import append_jsonl
+            from medrl.common.jsonl import append_jsonl
 
             row = {"step": int(trainer.state.global_step), **row}
             append_jsonl(os.path.join(trainer.args.output_dir, "reward_samples.jsonl"), [row], fsync=False)

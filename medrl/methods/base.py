@@ -36,7 +36,7 @@ from typing import Any, ClassVar, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from medrl.registry import Registry
+from medrl.common.registry import Registry
 
 #: Method modules; each registers its :class:`Method` subclass on import.
 METHOD_MODULES = ["medrl.methods.mrpo", "medrl.methods.capo", "medrl.methods.armed", "medrl.methods.medix_r1",
@@ -196,7 +196,7 @@ def compose(methods: Sequence[str | Method | type[Method]], algorithm: dict | No
     combinations that cannot work: an unknown or repeated method, two methods that both
     provide the advantages (``token_advantages``).
     """
-    from medrl.registry import is_object_spec, load_object
+    from medrl.common.registry import is_object_spec, load_object
 
     algorithm = algorithm or {}
     seen, out = set(), []

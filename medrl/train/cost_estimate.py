@@ -15,7 +15,7 @@ from medrl.judges.cost import Price, judge_price
 
 
 def _factory(name: str) -> Any:
-    from medrl.registry import is_object_spec
+    from medrl.common.registry import is_object_spec
     from medrl.rewards import REWARDS
 
     return None if is_object_spec(name) else REWARDS.get(name)

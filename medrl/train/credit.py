@@ -153,7 +153,7 @@ class CreditWriter:
         process reward's step validities. Reads the texts, ids and step spans the trainer kept
         from scoring this batch.
         """
-        from medrl.jsonl import append_jsonl
+        from medrl.common.jsonl import append_jsonl
         from medrl.parsing import completion_steps, completion_token_offsets, step_token_spans
 
         alg = trainer.medrl_algorithm

@@ -48,7 +48,7 @@ def reads_gold_reasoning(name: str) -> bool:
     """Whether the reward ``name``'s judge reads the record's gold reasoning (MRPO's step
     verification compares each step with it; without one the judge sees only the record's
     evidence): the registered factory's ``reads_gold_reasoning``."""
-    from medrl.registry import is_object_spec
+    from medrl.common.registry import is_object_spec
     from medrl.rewards import REWARDS
 
     return not is_object_spec(name) and name in REWARDS and bool(getattr(REWARDS.get(name), "reads_gold_reasoning",

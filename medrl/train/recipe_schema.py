@@ -8,7 +8,7 @@ type and its default. What is refused, with the file, the key and the reason in 
 - a wrong type (``grpo.beta: "0.01abc"``, ``grpo.learning_rate: [1e-6]``), NaN or infinity
   (a weight of ``.nan``), a value outside its set (``algorithm.mrpo.shaping: cubic``);
 - a reward name that is neither registered nor a custom ``module:function`` /
-  ``path.py:function`` (:func:`medrl.registry.is_object_spec`), and reward options
+  ``path.py:function`` (:func:`medrl.common.registry.is_object_spec`), and reward options
   of the wrong name or type (``capo_accuracy`` ``r_dar: "high"``) - checked against the
   factory's signature;
 - ``grpo.*`` keys that are not fields of TRL's :class:`trl.GRPOConfig`, or of the wrong basic
@@ -336,7 +336,7 @@ def check_methods(m: RecipeModel) -> list[tuple[str, str]]:
 
     if not m.methods:
         return []
-    from medrl.registry import is_object_spec
+    from medrl.common.registry import is_object_spec
 
     known = METHODS.names()
     problems = [(f"methods[{i}]", f"unknown method {n!r}{did_you_mean(n, known)}; known: {', '.join(known)} "
@@ -386,7 +386,7 @@ def check_ranges(m: RecipeModel) -> list[tuple[str, str]]:
 def check_reward_specs(rewards: list[RewardSpec]) -> list[tuple[str, str]]:
     """Names are registered rewards or custom ``module:function`` specs; options match the
     registered factory's keyword arguments (names and types)."""
-    from medrl.registry import is_object_spec
+    from medrl.common.registry import is_object_spec
     from medrl.rewards import REWARDS
 
     problems = []

@@ -42,7 +42,7 @@ A recipe file (``medrl/recipes/<name>.yaml``) has these sections, each optional 
     per-recipe overlays merged on top of the shared ones in ``profiles.yaml``.
 ``encoders``
     ``substitute``: ``auto`` (default) | ``true`` | ``false`` - when the offline MiniLM replaces
-    the papers' encoders named in reward options (:func:`medrl.embeddings.substitute_encoders`);
+    the papers' encoders named in reward options (:func:`medrl.common.embeddings.substitute_encoders`);
     the resolved section adds ``used`` and ``substitutions`` (written to ``config.yaml``).
 
 Resolution order: recipe file < shared profile < the recipe's own profile < ``--set`` overrides
@@ -62,7 +62,7 @@ from typing import Any, Iterable
 
 import yaml
 
-from medrl.papers import resolve_citation
+from medrl.common.papers import resolve_citation
 from medrl.train.recipe_schema import SECTIONS, STAGE_KINDS, AlgorithmSection, JudgeSection, SchemaError, did_you_mean
 
 RECIPE_DIR = Path(__file__).resolve().parents[1] / "recipes"
@@ -374,11 +374,11 @@ def _format(path: Path, problems: list[tuple[str, str]], origin: dict[tuple, str
 
 def _resolve_encoders(path: Path, rewards: list, section: Any) -> tuple[list, dict]:
     """The ``encoders`` section: ``substitute`` (auto | true | false, see
-    :func:`medrl.embeddings.substitute_encoders`) applied to the rewards' encoder options;
+    :func:`medrl.common.embeddings.substitute_encoders`) applied to the rewards' encoder options;
     the resolved section lists the encoders used and every offline substitution (logged)."""
     import logging
 
-    from medrl.embeddings import recipe_encoders, substitute_encoders
+    from medrl.common.embeddings import recipe_encoders, substitute_encoders
 
     section = dict(section or {})
     mode = section.get("substitute", "auto")
@@ -459,7 +459,7 @@ def build_reward_funcs(recipe: Recipe, judge: Any = None) -> tuple[list, list[fl
 
     from medrl.rewards import REWARDS
 
-    from medrl.registry import is_object_spec
+    from medrl.common.registry import is_object_spec
 
     funcs, weights = [], []
     for i, spec in enumerate(recipe.rewards):
@@ -509,7 +509,7 @@ def custom_reward(spec: str, options: dict | None = None, *, where: str = "rewar
     import functools
     import inspect
 
-    from medrl.registry import load_object
+    from medrl.common.registry import load_object
 
     try:
         obj = load_object(spec)
@@ -576,7 +576,7 @@ def recipe_uses_judge(recipe: Recipe) -> bool:
 
     from medrl.rewards import REWARDS
 
-    from medrl.registry import is_object_spec
+    from medrl.common.registry import is_object_spec
 
     factories = [REWARDS.get(r["name"]) for r in recipe.rewards if not is_object_spec(r["name"])]
     if any("judge" in inspect.signature(f).parameters for f in factories):

@@ -19,7 +19,7 @@ from medrl.eval.credit_report import (
     select_prompts,
     token_color,
 )
-from medrl.jsonl import write_jsonl
+from medrl.common.jsonl import write_jsonl
 from medrl.parsing import completion_steps, step_token_spans
 from medrl.train.credit import rollout_row
 
