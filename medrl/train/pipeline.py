@@ -218,8 +218,9 @@ def train_rl(
                 save_policy(trainer.accelerator.unwrap_model(trainer.model), processor, final)
                 from medrl.train.model_card import base_model_name, write_model_card
 
-                method = f"{recipe.name} (RL, TRL GRPOTrainer" + (
-                    ", MRPO step-aware token advantages)" if recipe.algorithm.get("advantage") == "mrpo" else ")")
+                used = ", ".join(m.label() for m in trainer.methods)
+                method = (f"{recipe.name} (RL, TRL GRPOTrainer; advantage estimator {recipe.algorithm['advantage']}"
+                          + (f"; methods {used})" if used else ")"))
                 write_model_card([out, final], base_model=base_model_name(model), method=method,
                                  recipe=recipe.name, paper=recipe.paper, data=f"{len(records)} records",
                                  steps=trainer.state.global_step,

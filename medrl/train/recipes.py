@@ -63,13 +63,13 @@ from typing import Any, Iterable
 import yaml
 
 from medrl.common.papers import resolve_citation
-from medrl.train.recipe_schema import SECTIONS, STAGE_KINDS, AlgorithmSection, JudgeSection, SchemaError, did_you_mean
+from medrl.train.recipe_schema import SECTIONS, STAGE_KINDS, AlgorithmBase, JudgeSection, SchemaError, did_you_mean
 
 RECIPE_DIR = Path(__file__).resolve().parents[1] / "recipes"
 PROFILES_FILE = RECIPE_DIR / "profiles.yaml"
 _NOT_RECIPES = {"profiles"}
 
-__all__ = ["SECTIONS", "STAGE_KINDS", "Recipe", "RecipeError", "load_recipe", "resolve_algorithm", "describe_methods", "build_grpo_config",
+__all__ = ["SECTIONS", "STAGE_KINDS", "Recipe", "RecipeError", "load_recipe", "resolve_algorithm", "describe_methods", "run_methods", "reward_options", "build_grpo_config",
            "build_reward_funcs", "recipe_uses_judge", "list_recipes", "parse_override"]
 
 
@@ -255,7 +255,7 @@ def load_recipe(
     data = model.data.model_dump(exclude_unset=True)
     rewards = [r.model_dump() for r in model.rewards]
     rewards, encoders = _resolve_encoders(path, rewards, model.encoders.model_dump())
-    algorithm = resolve_algorithm(model.algorithm, model.methods)
+    algorithm = resolve_algorithm(model.algorithm, model.methods, [r.name for r in model.rewards])
     recipe = Recipe(
         name=str(model.name or path.stem),
         source=str(path),
@@ -278,44 +278,60 @@ def load_recipe(
     return recipe
 
 
-def resolve_algorithm(algorithm: "AlgorithmSection | dict | None", methods: Iterable[str] = ()) -> dict:
-    """The ``algorithm`` section with every default filled in from the typed configs
-    (:class:`medrl.train.recipe_schema.AlgorithmSection` and the methods' configs); a listed
-    method that provides the advantages (MRPO) selects its estimator when ``advantage`` is not
-    given. Raises pydantic's ValidationError on a bad key or value."""
-    if not isinstance(algorithm, AlgorithmSection):
-        algorithm = AlgorithmSection.model_validate(algorithm or {})
+def resolve_algorithm(algorithm: "AlgorithmBase | dict | None", methods: Iterable[str] = (),
+                      reward_names: Iterable[str] = ()) -> dict:
+    """The ``algorithm`` section with every default filled in from the typed configs: the run's
+    methods (``methods``, else those the section and ``reward_names`` switch on,
+    :func:`medrl.methods.active_method_names`) get their full config under their section, the
+    others ``None``; a method that provides an estimator chooses ``advantage`` when the section
+    does not. Raises pydantic's ValidationError on a bad key or value."""
+    from medrl.methods import active_method_names, compose
+    from medrl.train.recipe_schema import algorithm_section
+
+    listed = [m for m in methods or () if isinstance(m, str)]
+    if not isinstance(algorithm, AlgorithmBase):
+        algorithm = algorithm_section(listed).model_validate(algorithm or {})
     out = algorithm.model_dump()
-    if methods and "advantage" not in algorithm.model_fields_set:
-        from medrl.methods import compose
-
-        provided = [m.advantage for m in compose(list(methods), out) if m.advantage]
-        if provided:
-            out["advantage"] = provided[0]
-    if "capo" in (methods or ()) and out.get("capo") is None:
-        from medrl.methods.capo import CAPOConfig
-
-        out["capo"] = CAPOConfig().model_dump()
+    active = compose(listed or active_method_names(out, reward_names=list(reward_names)), out)
+    for m in active:
+        if m.section:
+            out[m.section] = m.config.model_dump()
+    provided = [m.advantage for m in active if m.advantage]
+    if provided and "advantage" not in algorithm.model_fields_set:
+        out["advantage"] = provided[0]
     return out
+
+
+def run_methods(recipe: "Recipe") -> list:
+    """The :class:`medrl.methods.Method` objects of a recipe's run, in hook order, configured."""
+    from medrl.methods import active_method_names, compose
+
+    names = recipe.methods or active_method_names(recipe.algorithm, reward_names=[r["name"] for r in recipe.rewards])
+    return compose(names, recipe.algorithm)
+
+
+def reward_options(recipe: Recipe) -> list[dict]:
+    """The options each of the recipe's rewards is built with, in recipe order: those the run's
+    methods' configs set (:meth:`medrl.methods.Method.reward_options`, e.g.
+    ``algorithm.capo.r_dar``), then the reward's own ``options`` (the schema refuses a key in both)."""
+    methods = run_methods(recipe)
+    return [{**{k: v for m in methods for k, v in m.reward_options(spec["name"]).items()}, **(spec.get("options") or {})}
+            for spec in recipe.rewards]
 
 
 def describe_methods(recipe: Recipe) -> list[str]:
     """Lines for ``medrl train --dry-run``: the run's methods in hook order, each with its
     resolved typed config (:mod:`medrl.methods`)."""
-    from medrl.methods import active_method_names, compose
-
-    names = recipe.methods or active_method_names(recipe.algorithm, reward_names=[r["name"] for r in recipe.rewards])
-    methods = compose(names, recipe.algorithm)
+    methods = run_methods(recipe)
     if not methods:
         return [f"methods of recipe {recipe.name}: none (TRL's GRPO with the recipe's rewards)"]
     lines = [f"methods of recipe {recipe.name} (hooks run in this order; advantage: {recipe.algorithm['advantage']}):"]
     names_in_recipe = [r["name"] for r in recipe.rewards]
     for m in methods:
-        if m.section:  # its config is a section of `algorithm`
-            detail = f"algorithm.{m.section}: " + ", ".join(f"{k}={v}" for k, v in m.config.model_dump().items())
-        else:  # its settings are its rewards' options
-            detail = "rewards: " + (", ".join(n for n in names_in_recipe if n in m.rewards) or "none in this recipe")
-        lines.append(f"  {m.name or type(m).__name__} ({m.paper}) - {detail}")
+        detail = (f"algorithm.{m.section}: " + ", ".join(f"{k}={v}" for k, v in m.config.model_dump().items())
+                  if m.section else "no config")
+        used = [n for n in names_in_recipe if n in m.rewards]
+        lines.append(f"  {m.label()} ({m.paper}) - {detail}" + (f"; configures rewards {', '.join(used)}" if used else ""))
     return lines
 
 
@@ -442,6 +458,12 @@ def build_grpo_config(recipe: Recipe, output_dir: str | Path, **extra: Any):
     # TRL >= 1.x multiplies it by the importance ratio unless told otherwise. A recipe that wants
     # TRL's bias-corrected form says use_bias_correction_kl: true.
     kwargs.setdefault("use_bias_correction_kl", False)
+    # an estimator TRL computes itself (grpo, gdpo) brings its TRL setting (the schema refused a contradiction)
+    from medrl.advantages import get_advantage_fn
+
+    for key, value in (getattr(get_advantage_fn(recipe.algorithm.get("advantage", "grpo")), "trl_options", None)
+                       or {}).items():
+        kwargs.setdefault(key, value)
     kwargs["output_dir"] = str(output_dir)
     try:
         return GRPOConfig(**kwargs)
@@ -452,8 +474,10 @@ def build_grpo_config(recipe: Recipe, output_dir: str | Path, **extra: Any):
 def build_reward_funcs(recipe: Recipe, judge: Any = None) -> tuple[list, list[float]]:
     """Instantiate the recipe's rewards from :data:`medrl.rewards.REWARDS`.
 
-    A factory that takes a ``judge`` argument gets ``judge``; one that needs it when none was
-    given raises a clear error. Returns ``(reward_funcs, weights)`` in recipe order.
+    Options come from the run's methods' configs (:meth:`medrl.methods.Method.reward_options`,
+    e.g. ``algorithm.armed.lambda1``) and the reward's own ``options``. A factory that takes a
+    ``judge`` argument gets ``judge``; one that needs it when none was given raises a clear
+    error. Returns ``(reward_funcs, weights)`` in recipe order.
     """
     import inspect
 
@@ -462,17 +486,16 @@ def build_reward_funcs(recipe: Recipe, judge: Any = None) -> tuple[list, list[fl
     from medrl.common.registry import is_object_spec
 
     funcs, weights = [], []
-    for i, spec in enumerate(recipe.rewards):
+    for i, (spec, options) in enumerate(zip(recipe.rewards, reward_options(recipe))):
         name = spec["name"]
         if is_object_spec(name):
-            funcs.append(custom_reward(name, spec.get("options") or {}, where=f"{recipe.source}: rewards[{i}]"))
+            funcs.append(custom_reward(name, options, where=f"{recipe.source}: rewards[{i}]"))
             weights.append(float(spec.get("weight", 1.0)))
             continue
         try:
             factory = REWARDS.get(name)
         except KeyError as exc:
             raise RecipeError(f"{recipe.source}: rewards[{i}]: {exc.args[0]}") from None
-        options = dict(spec.get("options") or {})
         params = inspect.signature(factory).parameters
         if "judge" in params and "judge" not in options:
             if judge is not None:
