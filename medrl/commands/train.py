@@ -33,7 +33,7 @@ Examples:
   medrl train --recipe mrpo ... --out runs/mrpo                     # rerun: resumes from the last checkpoint
   medrl train --recipe medix_r1 ... --probe-data vqa_rad:test \
       --set grpo.metric_for_best_model=monitor/probe_accuracy        # keep the best checkpoint (<out>/best)
-  medrl train --recipe gdpo ... --set grpo.learning_rate=2e-6 --set algorithm.mrpo.tau=0.5
+  medrl train --recipe mrpo ... --set grpo.learning_rate=2e-6 --set algorithm.mrpo.tau=0.5
   medrl train --recipe mrpo ... --set algorithm.mrpo.shaping=linear  # MRPO App. D.2 ablation
   medrl train --recipe armed --dry-run                               # rewards, batch, GRPOConfig, encoders; no training
   medrl train --recipe medix_r1 --dry-run --num-processes 4          # the batch TRL gets on 4 processes
