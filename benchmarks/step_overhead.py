@@ -78,7 +78,7 @@ def time_hooks(trainer, clock: list[float]) -> list[str]:
     return timed
 
 
-def main(argv=None) -> int:
+def _args(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=5, help="alternating rounds (each trainer runs once per round)")
     ap.add_argument("--steps", type=int, default=4, help="optimizer steps per block (the first is warm-up)")
@@ -96,7 +96,11 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.smoke:
         args.rounds, args.steps, args.records, args.generations, args.max_completion_length = 1, 2, 2, 2, 16
+    return args
 
+
+def _trainers(args):
+    """The two trainers (same policy, records, rewards, GRPOConfig and teacher rollouts) and the work folder."""
     import torch
     import transformers
     from trl import GRPOTrainer
@@ -132,7 +136,15 @@ def main(argv=None) -> int:
     for label, cls in (("MedGRPOTrainer (mrpo)", MedGRPOTrainer), ("GRPOTrainer (TRL)", GRPOTrainer)):
         tr = train_rl(recipe, model, records, work / label.split()[0], judge=judge, train=False, trainer_cls=cls).trainer
         trainers[label] = install_teacher(tr, records, every=2)
+    return trainers, records, work
 
+
+def main(argv=None) -> int:
+    import torch
+
+    args = _args(argv)
+    trainers, records, work = _trainers(args)
+    g = args.generations
     hook_time = [0.0]
     med_tr = trainers["MedGRPOTrainer (mrpo)"]
     credit_time = [0.0]

@@ -210,6 +210,42 @@ def _valid_flag(v, i: int, k: int) -> bool:
     raise ValueError(f"step_valid[{i}][{k}] must be a bool (or 0/1 or a StepVerdict), got {v!r}")
 
 
+def _step_table(step_valid, step_token_spans, num_tokens: int):
+    """One entry per judged step of every rollout: (row, token start, token end, valid, relative
+    position p_k, whether it is its trace's only step). ValueError names the rollout and step
+    of a span that is malformed, outside [0, num_tokens] or not after the previous step."""
+    rows: list[int] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    valid: list[bool] = []
+    pos: list[float] = []
+    single: list[bool] = []  # the step is a trace's only one (K = 1): penalty 1
+    for i, (flags, spans) in enumerate(zip(step_valid, step_token_spans)):
+        if flags is None or spans is None:
+            continue
+        if len(flags) != len(spans):
+            raise ValueError(f"rollout {i}: {len(flags)} step verdicts but {len(spans)} step token spans")
+        n_steps, prev_end = len(spans), 0
+        for k, span in enumerate(spans):
+            try:
+                s, e = (int(x) for x in span)
+            except (TypeError, ValueError):
+                raise ValueError(f"rollout {i} step {k}: span must be (start, end), got {span!r}") from None
+            if not (0 <= s <= e <= num_tokens):
+                raise ValueError(f"rollout {i} step {k}: token span ({s}, {e}) outside [0, num_tokens={num_tokens}]")
+            if s < prev_end:
+                raise ValueError(f"rollout {i} step {k}: token span ({s}, {e}) overlaps or precedes the previous "
+                                 f"step (ends at {prev_end}); spans must be ordered and disjoint")
+            prev_end = e
+            rows.append(i)
+            starts.append(s)
+            ends.append(e)
+            valid.append(_valid_flag(flags[k], i, k))
+            pos.append(k / (n_steps - 1) if n_steps > 1 else 0.0)
+            single.append(n_steps == 1)
+    return rows, starts, ends, valid, pos, single
+
+
 def mrpo_token_advantages(
     advantages,
     answer_rewards,
@@ -290,45 +326,7 @@ def mrpo_token_advantages(
             f"must have one entry per rollout (B = {b})"
         )
 
-    rows: list[int] = []
-    starts: list[int] = []
-    ends: list[int] = []
-    valid: list[bool] = []
-    pos: list[float] = []
-    single: list[bool] = []  # the step is a trace's only one (K = 1): penalty 1, see above
-    for i, (flags, spans) in enumerate(zip(step_valid, step_token_spans)):
-        if flags is None or spans is None:
-            continue
-        if len(flags) != len(spans):
-            raise ValueError(
-                f"rollout {i}: {len(flags)} step verdicts but {len(spans)} step token spans"
-            )
-        n_steps = len(spans)
-        prev_end = 0
-        for k, span in enumerate(spans):
-            try:
-                s, e = (int(x) for x in span)
-            except (TypeError, ValueError):
-                raise ValueError(
-                    f"rollout {i} step {k}: span must be (start, end), got {span!r}"
-                ) from None
-            if not (0 <= s <= e <= num_tokens):
-                raise ValueError(
-                    f"rollout {i} step {k}: token span ({s}, {e}) outside "
-                    f"[0, num_tokens={num_tokens}]"
-                )
-            if s < prev_end:
-                raise ValueError(
-                    f"rollout {i} step {k}: token span ({s}, {e}) overlaps or precedes the "
-                    f"previous step (ends at {prev_end}); spans must be ordered and disjoint"
-                )
-            prev_end = e
-            rows.append(i)
-            starts.append(s)
-            ends.append(e)
-            valid.append(_valid_flag(flags[k], i, k))
-            pos.append(k / (n_steps - 1) if n_steps > 1 else 0.0)
-            single.append(n_steps == 1)
+    rows, starts, ends, valid, pos, single = _step_table(step_valid, step_token_spans, num_tokens)
 
     out = a.unsqueeze(1).expand(b, num_tokens).clone()
     if not rows or num_tokens == 0:

@@ -44,12 +44,13 @@ def run(args) -> int:
     if not args.name:
         raise SystemExit("medrl recipes show: name a recipe (medrl recipes list shows them)")
     recipe = load_recipe(args.name, profile=args.profile, overrides=args.overrides)
-    if args.explain:
-        from medrl.train.recipe_help import explain
+    from medrl.train.recipe_help import describe_methods, explain
 
+    if args.explain:
         print("\n".join(explain(recipe)))
         return 0
     import yaml
 
+    print("\n".join(f"# {line}" for line in describe_methods(recipe)))
     print(yaml.safe_dump(recipe.to_dict(), sort_keys=False, allow_unicode=True), end="")
     return 0

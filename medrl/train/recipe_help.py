@@ -114,6 +114,22 @@ def _trl(section: dict, config: str) -> list[str]:
     return lines
 
 
+def describe_methods(recipe: Recipe) -> list[str]:
+    """The run's methods in hook order, each with its resolved typed config and the rewards it
+    configures (:mod:`medrl.methods`): the head of ``medrl recipes show``."""
+    methods = run_methods(recipe)
+    if not methods:
+        return [f"methods of recipe {recipe.name}: none (TRL's GRPO with the recipe's rewards)"]
+    lines = [f"methods of recipe {recipe.name} (hooks run in this order; advantage: {recipe.algorithm['advantage']}):"]
+    names_in_recipe = [r["name"] for r in recipe.rewards]
+    for m in methods:
+        detail = (f"algorithm.{m.section}: " + ", ".join(f"{k}={v}" for k, v in m.config.model_dump().items())
+                  if m.section else "no config")
+        used = [n for n in names_in_recipe if n in m.rewards]
+        lines.append(f"  {m.label()} ({m.paper}) - {detail}" + (f"; configures rewards {', '.join(used)}" if used else ""))
+    return lines
+
+
 def explain(recipe: Recipe) -> list[str]:
     """Every key of the resolved ``recipe`` with its value and its help, section by section."""
     lines = [f"recipe {recipe.name} ({recipe.source})"]
@@ -139,4 +155,4 @@ def explain(recipe: Recipe) -> list[str]:
     return lines
 
 
-__all__ = ["explain", "fields_without_help", "model_fields", "trl_help"]
+__all__ = ["describe_methods", "explain", "fields_without_help", "model_fields", "trl_help"]

@@ -15,13 +15,15 @@ A recipe file (``medrl/recipes/<name>.yaml``) has these sections, each optional 
     or your own reward function by import path (``mypkg.rewards:fn`` / ``path.py:fn``, TRL's
     reward signature, sync or async; :func:`custom_reward`).
 ``methods``
-    the methods the run composes (``[mrpo, capo, armed]``; :mod:`medrl.methods`), their hooks
-    chained in this order; left out, the ones ``algorithm`` switches on. Each method's typed
-    config (``medrl/methods/<method>.py``) holds its keys and defaults.
+    the methods the run composes (``[mrpo, capo, armed]``; :mod:`medrl.methods`; a method of your
+    own by import path ``my_pkg.mod:Class`` / ``path.py:Class`` or by its ``medrl.methods``
+    entry-point name), their hooks chained in this order; left out, the ones ``algorithm`` and
+    the rewards switch on.
 ``algorithm``
-    what medrl adds to TRL: ``advantage`` (``grpo`` = TRL's sequence advantage, ``mrpo`` =
-    step-aware token advantages), the ``mrpo`` shaping options, the ``capo`` corrupted-image
-    rollouts, ``unscorable`` (how an UNSCORABLE reward value is treated), ``log_rewards`` and
+    what medrl adds to TRL: ``advantage`` (any registered estimator, :mod:`medrl.advantages`),
+    one section per method (``algorithm.<method>``: its typed config, the one place its settings
+    live, including the reward options it sets; setting a section switches its method on),
+    ``unscorable`` (how an UNSCORABLE reward value is treated), ``log_rewards`` and
     ``log_credit_every`` / ``log_credit_rollouts`` (``credit.jsonl``, :mod:`medrl.train.credit`).
 ``grpo``
     fields of TRL's :class:`trl.GRPOConfig`, passed through unchanged (loss_type, beta,
@@ -63,18 +65,16 @@ from typing import Any, Iterable
 import yaml
 
 from medrl.common.papers import resolve_citation
-from medrl.train.recipe_schema import SECTIONS, STAGE_KINDS, AlgorithmBase, JudgeSection, SchemaError, did_you_mean
+from medrl.train.custom_reward import custom_reward
+from medrl.train.recipe_schema import (SECTIONS, STAGE_KINDS, AlgorithmBase, JudgeSection, RecipeError, SchemaError,
+                                      did_you_mean)
 
 RECIPE_DIR = Path(__file__).resolve().parents[1] / "recipes"
 PROFILES_FILE = RECIPE_DIR / "profiles.yaml"
 _NOT_RECIPES = {"profiles"}
 
-__all__ = ["SECTIONS", "STAGE_KINDS", "Recipe", "RecipeError", "load_recipe", "resolve_algorithm", "describe_methods", "run_methods", "reward_options", "build_grpo_config",
+__all__ = ["SECTIONS", "STAGE_KINDS", "Recipe", "RecipeError", "load_recipe", "resolve_algorithm", "run_methods", "reward_options", "build_grpo_config",
            "build_reward_funcs", "recipe_uses_judge", "list_recipes", "parse_override"]
-
-
-class RecipeError(ValueError):
-    """A recipe file or override is invalid; the message names the file and the field."""
 
 
 @dataclass
@@ -197,32 +197,13 @@ def load_recipe(
     per-process fields for ``num_processes`` (default: ``WORLD_SIZE``, else 1;
     :mod:`medrl.train.batching`).
     """
-    from medrl.train.batching import BatchError, derive_batch, process_count
-
     path = recipe_path(name_or_path)
     raw = _read_yaml(path)
     unknown = sorted(set(raw) - set(SECTIONS))
     if unknown:
         hints = "".join(f" ({k!r}{did_you_mean(k, SECTIONS)})" for k in unknown)
         raise RecipeError(f"{path}: unknown section(s) {unknown}{hints}; allowed: {', '.join(SECTIONS)}")
-    own_profiles = raw.pop("profiles", None) or {}
-    if not isinstance(own_profiles, dict):
-        raise RecipeError(f"{path}: profiles must be a mapping of profile name -> overlay")
-    shared = {}
-    if profile is not None:
-        shared = _read_yaml(PROFILES_FILE) if PROFILES_FILE.is_file() else {}
-        if profile not in shared and profile not in own_profiles:
-            known = sorted(set(shared) | set(own_profiles))
-            raise RecipeError(f"{path}: unknown profile {profile!r}{did_you_mean(profile, known)}; "
-                              f"known: {', '.join(known)}")
-    for name, overlay in own_profiles.items():  # a typo in a profile is found without using it
-        if name != profile:
-            other = _validate(path, deep_merge(raw, overlay or {}), {}, f"profile {name!r}")
-            if check_trl:
-                _check_trl(path, other, {}, f" (with profile {name!r})")
-    if profile is not None:
-        raw = deep_merge(raw, shared.get(profile) or {})
-        raw = deep_merge(raw, own_profiles.get(profile) or {})
+    raw = _with_profile(path, raw, profile, check_trl)
     overrides = list(overrides or [])
     origin: dict[tuple, str] = {}
     for text in overrides:
@@ -238,20 +219,7 @@ def load_recipe(
     grpo, sft = (_check_trl(path, model, origin, f" (with profile {profile!r})" if profile else "")
                  if check_trl else (dict(model.grpo), dict(model.sft)))
 
-    batch = model.batch.model_dump()
-    if batch["global_prompts"]:
-        explicit = [k for k in ("per_device_train_batch_size", "gradient_accumulation_steps",
-                                "steps_per_generation", "generation_batch_size") if k in grpo]
-        procs = int(num_processes or process_count())
-        batch.update(num_processes=procs, applied=not explicit, explicit=explicit)
-        if not explicit and model.rewards:
-            try:
-                derived = derive_batch(batch, grpo.get("num_generations", 8), procs)
-            except BatchError as exc:
-                raise RecipeError(f"{path}: batch: {exc}") from None
-            grpo.update(derived)
-            batch["derived"] = derived
-
+    batch = _batch_fields(path, model, grpo, num_processes)
     data = model.data.model_dump(exclude_unset=True)
     rewards = [r.model_dump() for r in model.rewards]
     rewards, encoders = _resolve_encoders(path, rewards, model.encoders.model_dump())
@@ -276,6 +244,50 @@ def load_recipe(
         overrides=overrides,
     )
     return recipe
+
+
+def _with_profile(path: Path, raw: dict, profile: str | None, check_trl: bool) -> dict:
+    """``raw`` with the shared profile ``profile`` and the recipe's own one merged on top; every
+    profile of the recipe is validated, used or not (a typo in one is found at once)."""
+    own_profiles = raw.pop("profiles", None) or {}
+    if not isinstance(own_profiles, dict):
+        raise RecipeError(f"{path}: profiles must be a mapping of profile name -> overlay")
+    shared = {}
+    if profile is not None:
+        shared = _read_yaml(PROFILES_FILE) if PROFILES_FILE.is_file() else {}
+        if profile not in shared and profile not in own_profiles:
+            known = sorted(set(shared) | set(own_profiles))
+            raise RecipeError(f"{path}: unknown profile {profile!r}{did_you_mean(profile, known)}; "
+                              f"known: {', '.join(known)}")
+    for name, overlay in own_profiles.items():
+        if name != profile:
+            other = _validate(path, deep_merge(raw, overlay or {}), {}, f"profile {name!r}")
+            if check_trl:
+                _check_trl(path, other, {}, f" (with profile {name!r})")
+    if profile is None:
+        return raw
+    return deep_merge(deep_merge(raw, shared.get(profile) or {}), own_profiles.get(profile) or {})
+
+
+def _batch_fields(path: Path, model: Any, grpo: dict, num_processes: int | None) -> dict:
+    """The ``batch`` section resolved for ``num_processes``; TRL's per-process fields it derives
+    are written into ``grpo`` (:mod:`medrl.train.batching`) unless ``grpo`` sets them itself."""
+    from medrl.train.batching import BatchError, derive_batch, process_count
+
+    batch = model.batch.model_dump()
+    if batch["global_prompts"]:
+        explicit = [k for k in ("per_device_train_batch_size", "gradient_accumulation_steps",
+                                "steps_per_generation", "generation_batch_size") if k in grpo]
+        procs = int(num_processes or process_count())
+        batch.update(num_processes=procs, applied=not explicit, explicit=explicit)
+        if not explicit and model.rewards:
+            try:
+                derived = derive_batch(batch, grpo.get("num_generations", 8), procs)
+            except BatchError as exc:
+                raise RecipeError(f"{path}: batch: {exc}") from None
+            grpo.update(derived)
+            batch["derived"] = derived
+    return batch
 
 
 def resolve_algorithm(algorithm: "AlgorithmBase | dict | None", methods: Iterable[str] = (),
@@ -319,25 +331,9 @@ def reward_options(recipe: Recipe) -> list[dict]:
             for spec in recipe.rewards]
 
 
-def describe_methods(recipe: Recipe) -> list[str]:
-    """Lines for ``medrl train --dry-run``: the run's methods in hook order, each with its
-    resolved typed config (:mod:`medrl.methods`)."""
-    methods = run_methods(recipe)
-    if not methods:
-        return [f"methods of recipe {recipe.name}: none (TRL's GRPO with the recipe's rewards)"]
-    lines = [f"methods of recipe {recipe.name} (hooks run in this order; advantage: {recipe.algorithm['advantage']}):"]
-    names_in_recipe = [r["name"] for r in recipe.rewards]
-    for m in methods:
-        detail = (f"algorithm.{m.section}: " + ", ".join(f"{k}={v}" for k, v in m.config.model_dump().items())
-                  if m.section else "no config")
-        used = [n for n in names_in_recipe if n in m.rewards]
-        lines.append(f"  {m.label()} ({m.paper}) - {detail}" + (f"; configures rewards {', '.join(used)}" if used else ""))
-    return lines
-
-
 def _check_trl(path: Path, model, origin: dict, context: str) -> tuple[dict, dict]:
     """``grpo`` / ``sft`` checked against TRL's config fields; returns them (numbers coerced)."""
-    from medrl.train.recipe_schema import check_trl_section
+    from medrl.train.option_checks import check_trl_section
 
     grpo, problems = check_trl_section(model.grpo, "GRPOConfig", "grpo", forbidden={
         "reward_weights": "set reward weights in the 'rewards' list, not grpo.reward_weights",
@@ -518,78 +514,6 @@ def build_reward_funcs(recipe: Recipe, judge: Any = None) -> tuple[list, list[fl
         funcs.append(fn)
         weights.append(float(spec.get("weight", 1.0)))
     return funcs, weights
-
-
-def custom_reward(spec: str, options: dict | None = None, *, where: str = "reward"):
-    """A reward named by import path (``mypkg.rewards:my_reward`` or ``path/to/file.py:my_reward``).
-
-    The object is either a reward function with TRL's signature
-    ``fn(prompts, completions, **columns) -> list[float | None]`` (sync or ``async def``; TRL
-    runs both, and so does ``medrl audit-rewards``), or - when ``options`` are given - a factory
-    called with them that returns one. Its ``__name__`` becomes ``spec`` (the column name in the
-    logs), set on a thin wrapper so the user's function is left untouched.
-    """
-    import functools
-    import inspect
-
-    from medrl.common.registry import load_object
-
-    try:
-        obj = load_object(spec)
-    except ValueError as exc:
-        raise RecipeError(f"{where}: {exc}") from None
-    if options:
-        try:
-            obj = obj(**options)
-        except TypeError as exc:
-            raise RecipeError(f"{where} ({spec}): bad options {options}: {exc}") from None
-    if not callable(obj):
-        raise RecipeError(f"{where}: {spec!r} is not callable (a reward is fn(prompts, completions, **columns))")
-    try:
-        params = inspect.signature(obj).parameters
-    except (TypeError, ValueError):
-        params = {}
-    kinds = {p.kind for p in params.values()}
-    if params and inspect.Parameter.VAR_KEYWORD not in kinds and "completions" not in params:
-        raise RecipeError(f"{where}: {spec!r} does not take TRL's reward arguments "
-                          "(prompts, completions, **columns)")
-    def before() -> None:  # the trainer clears the wrapper's rows; clear the function's too
-        if getattr(obj, "last_unscorable", None) is not None:
-            obj.last_unscorable = None
-
-    def after() -> None:  # rows the function marked UNSCORABLE in this call, where the trainer reads them
-        wrapper.last_unscorable = getattr(obj, "last_unscorable", None)
-
-    if inspect.iscoroutinefunction(obj) or inspect.iscoroutinefunction(getattr(obj, "__call__", None)):
-        @functools.wraps(obj)
-        async def wrapper(*args, **kwargs):
-            before()
-            out = await obj(*args, **kwargs)
-            after()
-            return out
-    else:
-        @functools.wraps(obj)
-        def wrapper(*args, **kwargs):
-            before()
-            out = obj(*args, **kwargs)
-            after()
-            return out
-    # functools.wraps copies a function's own attributes once; an object's class attributes and
-    # methods (a stateful reward's state_dict) are not among them
-    for attr in FORWARDED_REWARD_ATTRS:
-        if attr not in wrapper.__dict__ and hasattr(obj, attr):
-            setattr(wrapper, attr, getattr(obj, attr))
-    wrapper.last_unscorable = getattr(obj, "last_unscorable", None)
-    wrapper.__name__ = spec
-    wrapper.__wrapped__ = obj
-    return wrapper
-
-
-#: what the trainer and its methods read from a reward function besides calling it (declared
-#: batch outputs, the shared correctness, checkpointed state, the judge task); a custom reward's
-#: wrapper carries them, and forwards ``last_unscorable`` (the rows it could not score) per call
-FORWARDED_REWARD_ATTRS = ("outputs", "batch_outputs", "uses_correctness", "checkpoint_state", "state_dict",
-                          "load_state_dict", "judge_task", "reads_gold_reasoning", "semantic")
 
 
 def recipe_uses_judge(recipe: Recipe) -> bool:

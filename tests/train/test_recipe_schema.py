@@ -68,7 +68,7 @@ def test_the_algorithm_form_keeps_working_and_defaults_come_from_the_typed_confi
 
 
 def test_dry_run_lines_list_the_methods_in_hook_order_with_their_configs():
-    from medrl.train.recipes import describe_methods
+    from medrl.train.recipe_help import describe_methods
 
     lines = describe_methods(load_recipe("combined", check_trl=False))
     assert [ln.split()[0] for ln in lines[1:]] == ["mrpo", "capo", "armed", "medix_r1"]
