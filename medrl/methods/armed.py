@@ -29,38 +29,36 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from pydantic import Field
-
-from medrl.methods.base import METHODS, MedBatch, Method, MethodConfig, option_default
+from medrl.methods.base import METHODS, MedBatch, Method, MethodConfig, reward_option
 from medrl.rewards.armed import AdaptiveSemanticReward, AdaptiveThreshold, ArmedReward
-
-
-def _adapt(option: str, **kw):
-    """A config field for the option ``option`` of :class:`AdaptiveThreshold` (ARMed Table 3)."""
-    return Field(option_default(AdaptiveThreshold, option), **kw)
 
 
 class ARMedConfig(MethodConfig):
     """``algorithm.armed``: ARMed's reward coefficients and Adapt() constants (defaults from
     :mod:`medrl.rewards.armed`, where the paper's values are written)."""
 
-    lambda1: float = Field(option_default(ArmedReward, "lambda1"), ge=0.0, le=1.0, description=(
+    lambda1: float = reward_option(ArmedReward, "lambda1", ge=0.0, le=1.0, description=(
         "ARMed Eq. 3: R_c = lambda1 BLEU-1 + (1 - lambda1) ROUGE-1"))
-    lambda2: float = Field(option_default(AdaptiveSemanticReward, "lambda2"), ge=0.0, le=1.0, description=(
+    lambda2: float = reward_option(AdaptiveSemanticReward, "lambda2", ge=0.0, le=1.0, description=(
         "ARMed Eq. 4 / 13: R_s = lambda2 BERTScore + (1 - lambda2) cosine similarity"))
-    gammas: tuple[float, float, float] = Field(tuple(option_default(ArmedReward, "gammas")), description=(
+    gammas: tuple[float, float, float] = reward_option(ArmedReward, "gammas", description=(
         "ARMed Eq. 14: weights of R_c, R_as and R_f (normalised by their sum)"))
-    rho: float = _adapt("rho", ge=0.0, description="ARMed Eq. 5 / Table 3: rewards above rho * T_t enter the history")
-    max_history: int = _adapt("max_history", ge=1, description="ARMed Eq. 6 / Table 3: L_max, rewards kept")
-    percentile: float = _adapt("percentile", ge=0.0, le=100.0, description=(
+    rho: float = reward_option(AdaptiveThreshold, "rho", ge=0.0, description=(
+        "ARMed Eq. 5 / Table 3: rewards above rho * T_t enter the history"))
+    max_history: int = reward_option(AdaptiveThreshold, "max_history", ge=1, description=(
+        "ARMed Eq. 6 / Table 3: L_max, rewards kept"))
+    percentile: float = reward_option(AdaptiveThreshold, "percentile", ge=0.0, le=100.0, description=(
         "ARMed Eq. 7 / Table 3: the history percentile that is the target threshold (50 = the median)"))
-    max_delta: float = _adapt("max_delta", ge=0.0, description="ARMed Eq. 8 / Table 3: largest threshold move per step")
-    t_min: float = _adapt("t_min", description="ARMed Eq. 9 / Table 3: lowest threshold")
-    t_max: float = _adapt("t_max", lt=1.0, description="ARMed Eq. 9 / Table 3: highest threshold (below 1)")
-    eps: float = _adapt("eps", gt=0.0, description="ARMed Eq. 10-11 / Table 3: guards the division")
-    alpha_pos: float = _adapt("alpha_pos", gt=0.0, description=(
+    max_delta: float = reward_option(AdaptiveThreshold, "max_delta", ge=0.0, description=(
+        "ARMed Eq. 8 / Table 3: largest threshold move per step"))
+    t_min: float = reward_option(AdaptiveThreshold, "t_min", description="ARMed Eq. 9 / Table 3: lowest threshold")
+    t_max: float = reward_option(AdaptiveThreshold, "t_max", lt=1.0, description=(
+        "ARMed Eq. 9 / Table 3: highest threshold (below 1)"))
+    eps: float = reward_option(AdaptiveThreshold, "eps", gt=0.0, description=(
+        "ARMed Eq. 10-11 / Table 3: guards the division"))
+    alpha_pos: float = reward_option(AdaptiveThreshold, "alpha_pos", gt=0.0, description=(
         "ARMed Eq. 12 / Table 3: tanh slope above the threshold"))
-    alpha_neg: float = _adapt("alpha_neg", gt=0.0, description=(
+    alpha_neg: float = reward_option(AdaptiveThreshold, "alpha_neg", gt=0.0, description=(
         "ARMed Eq. 12 / Table 3: tanh slope below the threshold"))
 
 

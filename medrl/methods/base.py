@@ -235,6 +235,15 @@ def option_default(fn: Any, option: str) -> Any:
     return param.default
 
 
+def reward_option(factory: Any, option: str, **field: Any) -> Any:
+    """A config field (pydantic ``Field``, ``field`` its constraints and ``description``) whose
+    default is the default of option ``option`` of ``factory`` (a reward factory or class):
+    written once, in the reward."""
+    from pydantic import Field
+
+    return Field(option_default(factory, option), **field)
+
+
 class MethodConflict(ValueError):
     """Methods that cannot run together, or a method that cannot be found; the message says why."""
 
@@ -361,4 +370,5 @@ def active_method_names(algorithm: Mapping, listed: Sequence[str] | None = None,
 
 
 __all__ = ["ENTRY_POINT_GROUP", "HOOK_ORDER", "METHODS", "MedBatch", "Method", "MethodConfig", "MethodConflict",
-           "active_method_names", "advantage_problem", "estimate_advantages", "compose", "get_method", "method_classes", "option_default", "section_set"]
+           "active_method_names", "advantage_problem", "compose", "estimate_advantages", "get_method", "method_classes",
+           "option_default", "reward_option", "section_set"]

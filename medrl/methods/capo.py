@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from pydantic import Field, NonNegativeInt
 
-from medrl.methods.base import METHODS, MedBatch, Method, MethodConfig, option_default
+from medrl.methods.base import METHODS, MedBatch, Method, MethodConfig, reward_option
 from medrl.rewards.capo import make_capo_accuracy, make_capo_perception
 from medrl.rewards.judged import make_capo_consistency
 
@@ -48,14 +48,14 @@ class CAPOConfig(MethodConfig):
     t: NonNegativeInt = Field(100, description=(
         "CAPO Table 5 (Sec. 4.3): forward-diffusion step of a standard DDPM schedule"))
     seed: int = Field(0, description="seed of the corruption (with the record id and the step)")
-    r_dar: float = Field(option_default(make_capo_accuracy, "r_dar"), ge=0.0, description=(
+    r_dar: float = reward_option(make_capo_accuracy, "r_dar", ge=0.0, description=(
         "CAPO Eq. 2: R_DAR of a correct answer (capo_accuracy; also the R_DAR values compared in Eq. 3, "
         "capo_perception)"))
-    r_cdr: float = Field(option_default(make_capo_consistency, "r_cdr"), ge=0.0, description=(
+    r_cdr: float = reward_option(make_capo_consistency, "r_cdr", ge=0.0, description=(
         "CAPO Eq. 1: R_CDR when the judge finds the reasoning leads to the answer (capo_consistency)"))
-    r_pcr: float = Field(option_default(make_capo_perception, "r_pcr"), ge=0.0, description=(
+    r_pcr: float = reward_option(make_capo_perception, "r_pcr", ge=0.0, description=(
         "CAPO Eq. 3: R_PCR paid when the answer on the clean image beats the corrupted one (capo_perception)"))
-    tau: float = Field(option_default(make_capo_perception, "tau"), description=(
+    tau: float = reward_option(make_capo_perception, "tau", description=(
         "CAPO Eq. 3: R_PCR pays when R_DAR(o) - R_DAR(o~) > tau (capo_perception; Table 8 varies it)"))
 
 

@@ -19,9 +19,7 @@ Read top to bottom:
 
 from __future__ import annotations
 
-from pydantic import Field
-
-from medrl.methods.base import METHODS, Method, MethodConfig, option_default
+from medrl.methods.base import METHODS, Method, MethodConfig, reward_option
 from medrl.rewards.medix import make_medix_embed
 
 
@@ -30,7 +28,7 @@ class MediXR1Config(MethodConfig):
     factories. The weights of Sec. 2.3 (0.10 format, 0.5175 R_llm, 0.3375 R_embed, 0.045
     modality) are the recipe's ``rewards[*].weight``."""
 
-    embed_threshold: float = Field(option_default(make_medix_embed, "threshold"), ge=-1.0, le=1.0, description=(
+    embed_threshold: float = reward_option(make_medix_embed, "threshold", ge=-1.0, le=1.0, description=(
         "MediX-R1 Sec. 2.3: R_embed pays when the cosine of answer and reference reaches this"))
 
 

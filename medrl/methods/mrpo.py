@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from pydantic import Field, PositiveInt, model_validator
 
-from medrl.methods.base import METHODS, MedBatch, Method, MethodConfig, option_default
+from medrl.methods.base import METHODS, MedBatch, Method, MethodConfig, reward_option
 from medrl.rewards.mrpo import make_mrpo_answer, make_mrpo_length
 
 
@@ -53,13 +53,13 @@ class MRPOConfig(MethodConfig):
     process_reward: str = Field("mrpo_process", description=(
         "reward of the recipe whose step verdicts shape the tokens (Eq. 3); it must declare the outputs "
         "'steps' and 'step_verdicts'"))
-    lambda1: float = Field(option_default(make_mrpo_answer, "lambda1"), ge=0.0, description=(
+    lambda1: float = reward_option(make_mrpo_answer, "lambda1", ge=0.0, description=(
         "MRPO Eq. 2: weight of ROUGE-1 + BLEU-1 in R_ans (option of the mrpo_answer reward)"))
-    lambda2: float = Field(option_default(make_mrpo_answer, "lambda2"), ge=0.0, description=(
+    lambda2: float = reward_option(make_mrpo_answer, "lambda2", ge=0.0, description=(
         "MRPO Eq. 2: weight of BERTScore in R_ans (option of the mrpo_answer reward)"))
-    k_min: PositiveInt = Field(option_default(make_mrpo_length, "k_min"), description=(
+    k_min: PositiveInt = reward_option(make_mrpo_length, "k_min", description=(
         "MRPO Eq. 4: fewest reasoning steps before the length reward turns negative (mrpo_length)"))
-    k_max: PositiveInt = Field(option_default(make_mrpo_length, "k_max"), description=(
+    k_max: PositiveInt = reward_option(make_mrpo_length, "k_max", description=(
         "MRPO Eq. 4: most reasoning steps before the length reward turns negative (mrpo_length)"))
 
     @model_validator(mode="after")

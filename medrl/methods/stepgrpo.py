@@ -19,9 +19,9 @@ Read top to bottom:
 
 from __future__ import annotations
 
-from pydantic import Field, PositiveInt
+from pydantic import PositiveInt
 
-from medrl.methods.base import METHODS, Method, MethodConfig, option_default
+from medrl.methods.base import METHODS, Method, MethodConfig, reward_option
 from medrl.rewards.stepgrpo import make_steprar, make_steprvr
 
 
@@ -29,9 +29,9 @@ class StepGRPOConfig(MethodConfig):
     """``algorithm.stepgrpo``: StepGRPO's reward settings; defaults taken from the ``steprar`` /
     ``steprvr`` factories."""
 
-    alpha: float = Field(option_default(make_steprar, "alpha"), ge=0.0, description=(
+    alpha: float = reward_option(make_steprar, "alpha", ge=0.0, description=(
         "StepGRPO Eq. 2: weight of the key-step match in StepRAR"))
-    min_reasoning_steps: PositiveInt = Field(option_default(make_steprvr, "min_reasoning_steps"), description=(
+    min_reasoning_steps: PositiveInt = reward_option(make_steprvr, "min_reasoning_steps", description=(
         "StepGRPO Eq. 3: steps a complete reasoning needs"))
 
 
