@@ -210,6 +210,40 @@ def _valid_flag(v, i: int, k: int) -> bool:
     raise ValueError(f"step_valid[{i}][{k}] must be a bool (or 0/1 or a StepVerdict), got {v!r}")
 
 
+def _mrpo_inputs(advantages, answer_rewards, step_valid, step_token_spans, num_tokens, shaping, strategy):
+    """``(A, R_ans)`` as tensors after checking every argument of :func:`mrpo_token_advantages`
+    (shapes, one entry per rollout, known shaping and strategy); ValueError says which is wrong."""
+    a = _float_tensor(advantages, "advantages", 1, "(B,)")
+    b = a.shape[0]
+    # kept in its own dtype (a python list becomes float64): casting float32 0.6 to float64
+    # would make R_ans = tau = 0.6 compare as greater than tau
+    if not isinstance(answer_rewards, torch.Tensor):
+        try:
+            answer_rewards = torch.as_tensor(
+                _none_to_nan(list(answer_rewards)), dtype=torch.float64
+            )
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise ValueError(f"answer_rewards must be (B,) numbers: {exc}") from None
+    r_ans = _float_tensor(answer_rewards, "answer_rewards", 1, "(B,)").to(device=a.device)
+    if r_ans.shape != (b,):
+        raise ValueError(
+            f"answer_rewards must have shape (B,) = ({b},) like advantages, "
+            f"got {tuple(r_ans.shape)}"
+        )
+    if isinstance(num_tokens, bool) or not isinstance(num_tokens, int) or num_tokens < 0:
+        raise ValueError(f"num_tokens must be a non-negative int, got {num_tokens!r}")
+    if shaping not in SHAPING:
+        raise ValueError(f"shaping must be one of {tuple(SHAPING)}, got {shaping!r}")
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+    if len(step_valid) != b or len(step_token_spans) != b:
+        raise ValueError(
+            f"step_valid ({len(step_valid)}) and step_token_spans ({len(step_token_spans)}) "
+            f"must have one entry per rollout (B = {b})"
+        )
+    return a, r_ans
+
+
 def _step_table(step_valid, step_token_spans, num_tokens: int):
     """One entry per judged step of every rollout: (row, token start, token end, valid, relative
     position p_k, whether it is its trace's only step). ValueError names the rollout and step
@@ -294,48 +328,18 @@ def mrpo_token_advantages(
     Returns:
         (B, T) token advantages, dtype and device of ``advantages``.
 
-    Vectorised: spans become a (M, T) membership mask (M = total steps), combined by
-    ``index_add_``; the python loop only collects the span list.
+    Vectorised: spans become a (M, T) membership mask (M = total steps) combined by ``index_add_``.
     """
-    a = _float_tensor(advantages, "advantages", 1, "(B,)")
+    a, r_ans = _mrpo_inputs(advantages, answer_rewards, step_valid, step_token_spans, num_tokens, shaping, strategy)
     b = a.shape[0]
-    # kept in its own dtype (a python list becomes float64): casting float32 0.6 to float64
-    # would make R_ans = tau = 0.6 compare as greater than tau
-    if not isinstance(answer_rewards, torch.Tensor):
-        try:
-            answer_rewards = torch.as_tensor(
-                _none_to_nan(list(answer_rewards)), dtype=torch.float64
-            )
-        except (TypeError, ValueError, RuntimeError) as exc:
-            raise ValueError(f"answer_rewards must be (B,) numbers: {exc}") from None
-    r_ans = _float_tensor(answer_rewards, "answer_rewards", 1, "(B,)").to(device=a.device)
-    if r_ans.shape != (b,):
-        raise ValueError(
-            f"answer_rewards must have shape (B,) = ({b},) like advantages, "
-            f"got {tuple(r_ans.shape)}"
-        )
-    if isinstance(num_tokens, bool) or not isinstance(num_tokens, int) or num_tokens < 0:
-        raise ValueError(f"num_tokens must be a non-negative int, got {num_tokens!r}")
-    if shaping not in SHAPING:
-        raise ValueError(f"shaping must be one of {tuple(SHAPING)}, got {shaping!r}")
-    if strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
-    if len(step_valid) != b or len(step_token_spans) != b:
-        raise ValueError(
-            f"step_valid ({len(step_valid)}) and step_token_spans ({len(step_token_spans)}) "
-            f"must have one entry per rollout (B = {b})"
-        )
-
     rows, starts, ends, valid, pos, single = _step_table(step_valid, step_token_spans, num_tokens)
 
     out = a.unsqueeze(1).expand(b, num_tokens).clone()
     if not rows or num_tokens == 0:
         return out
 
-    if strategy == "selective":
-        reshaped = r_ans <= tau  # (B,); NaN compares False
-    else:
-        reshaped = torch.ones(b, dtype=torch.bool, device=a.device)
+    # (B,) rows reshaped; a NaN R_ans compares False
+    reshaped = r_ans <= tau if strategy == "selective" else torch.ones(b, dtype=torch.bool, device=a.device)
 
     dev = a.device
     row_t = torch.tensor(rows, device=dev)
