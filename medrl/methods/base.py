@@ -133,7 +133,8 @@ class Method:
     #: the typed config; its field defaults are the only place the defaults are written
     Config: ClassVar[type[MethodConfig]] = MethodConfig
     #: key of the recipe's ``algorithm`` section that holds this config (None: no section);
-    #: setting the section in a recipe switches the method on
+    #: setting the section in a recipe switches the method on (unless it provides the
+    #: advantage estimator: then ``algorithm.advantage`` does)
     section: ClassVar[str | None] = None
     #: the rewards the paper defines (registry names), each with the reward options this
     #: method's config sets: ``{reward name: {reward option: config field}}`` (a plain tuple of
@@ -143,7 +144,7 @@ class Method:
     rewards: ClassVar[Mapping[str, Mapping[str, str]] | tuple[str, ...]] = {}
     #: name of the advantage estimator (:data:`medrl.advantages.ADVANTAGES`) this method
     #: provides inputs and its config for; ``algorithm.advantage`` naming it switches the
-    #: method on. Two active methods may not both provide one
+    #: method on (or listing the method). Two active methods may not both provide one
     advantage: ClassVar[str | None] = None
     #: rewards that switch the method on when a recipe does not list its methods
     activated_by: ClassVar[tuple[str, ...]] = ()
@@ -354,16 +355,19 @@ def section_set(algorithm: Mapping, section: str | None) -> bool:
 def active_method_names(algorithm: Mapping, listed: Sequence[str] | None = None,
                         reward_names: Sequence[str] = ()) -> list[str]:
     """The methods a run uses: the recipe's ``methods`` list when given; else every registered
-    method switched on by the ``algorithm`` section (its own section set, or
-    ``algorithm.advantage`` naming the estimator it provides) or by a reward of the run (its
-    ``activated_by``). The one that provides the advantages comes first, then registry order."""
+    method the ``algorithm`` section or the rewards switch on. A method that provides an
+    estimator is on when ``algorithm.advantage`` names it (its section alone only configures
+    it: the advantage is the run's choice); any other method when its section is set or a reward
+    of the run is among its ``activated_by``. The one that provides the advantages comes first,
+    then registry order."""
     if listed:
         return list(listed)
     names = []
     for name in METHODS.names():
         cls = get_method(name)
-        if cls.advantage and cls.advantage == algorithm.get("advantage"):
-            names.insert(0, name)
+        if cls.advantage:
+            if cls.advantage == algorithm.get("advantage"):
+                names.insert(0, name)
         elif section_set(algorithm, cls.section) or set(cls.activated_by) & set(reward_names):
             names.append(name)
     return names

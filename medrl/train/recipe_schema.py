@@ -174,9 +174,10 @@ def _algorithm_model(classes: tuple) -> type[AlgorithmBase]:
             other = owners.get(cls.section, "medrl's algorithm section")
             raise ValueError(f"method {cls.label()!r}: section {cls.section!r} is taken by {other}")
         owners[cls.section] = repr(cls.label())
+        switch = (f"the method is on when algorithm.advantage is {cls.advantage!r} or methods lists it"
+                  if cls.advantage else "setting it switches the method on (true: its defaults)")
         fields[cls.section] = (typing.Optional[cls.Config], Field(None, description=(
-            f"{cls.paper or cls.label()}: the {cls.label()} method's config; setting it switches the method on "
-            "(true: its defaults)")))
+            f"{cls.paper or cls.label()}: the {cls.label()} method's config; {switch}")))
     return create_model("AlgorithmSection", __base__=AlgorithmBase, **fields)
 
 

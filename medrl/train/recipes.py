@@ -22,7 +22,8 @@ A recipe file (``medrl/recipes/<name>.yaml``) has these sections, each optional 
 ``algorithm``
     what medrl adds to TRL: ``advantage`` (any registered estimator, :mod:`medrl.advantages`),
     one section per method (``algorithm.<method>``: its typed config, the one place its settings
-    live, including the reward options it sets; setting a section switches its method on),
+    live, including the reward options it sets; setting a section switches its method on, but
+    ``algorithm.advantage`` switches on a method that provides the estimator),
     ``unscorable`` (how an UNSCORABLE reward value is treated), ``log_rewards`` and
     ``log_credit_every`` / ``log_credit_rollouts`` (``credit.jsonl``, :mod:`medrl.train.credit`).
 ``grpo``

@@ -62,6 +62,13 @@ def test_the_algorithm_form_keeps_working_and_defaults_come_from_the_typed_confi
     assert alg["advantage"] == "grpo" and alg["unscorable"] == "exclude"
     alg = resolve_algorithm({"advantage": "mrpo"})  # naming the estimator switches its method on
     assert alg["mrpo"] == MRPOConfig().model_dump() and alg["capo"] is None
+    # a section of a method that provides the estimator only configures it: the advantage is the
+    # run's choice (the effects harness sets algorithm.mrpo.* on every recipe it runs)
+    grpo = load_recipe("grpo", overrides=["algorithm.mrpo.tau=0.9"], check_trl=False)
+    assert grpo.algorithm["advantage"] == "grpo" and grpo.algorithm["mrpo"]["tau"] == 0.9
+    from medrl.train.recipes import run_methods
+
+    assert run_methods(grpo) == []
     mrpo = load_recipe("mrpo")
     assert mrpo.methods == [] and mrpo.algorithm["advantage"] == "mrpo"
     assert mrpo.algorithm["mrpo"]["tau"] == MRPOConfig.model_fields["tau"].default
