@@ -174,9 +174,9 @@ class MRPO(Method):
         judged = getattr(self, "_judged", None)
         if judged is None or batch.local_rewards is None:
             return
-        r_ans = batch.local_rewards[:, self._answer_idx].tolist()
-        reshaped = sum(1 for i, j in enumerate(judged)
-                       if j and (self.config.strategy != "selective" or r_ans[i] <= self.config.tau))
+        # compared in the rewards' own dtype, as the estimator compares them (R_ans = tau is reshaped)
+        below = (batch.local_rewards[:, self._answer_idx] <= self.config.tau).tolist()
+        reshaped = sum(1 for i, j in enumerate(judged) if j and (self.config.strategy != "selective" or below[i]))
         trainer._metrics[batch.mode]["mrpo/reshaped_frac"].append(reshaped / max(len(judged), 1))
         self._judged = None
 
