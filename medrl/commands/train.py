@@ -33,7 +33,7 @@ Examples:
   medrl train --recipe mrpo ... --out runs/mrpo                     # rerun: resumes from the last checkpoint
   medrl train --recipe medix_r1 ... --probe-data vqa_rad:test \
       --set grpo.metric_for_best_model=monitor/probe_accuracy        # keep the best checkpoint (<out>/best)
-  medrl train --recipe mrpo ... --set grpo.learning_rate=2e-6 --set algorithm.mrpo.tau=0.5
+  medrl train --recipe gdpo ... --set grpo.learning_rate=2e-6 --set algorithm.mrpo.tau=0.5
   medrl train --recipe mrpo ... --set algorithm.mrpo.shaping=linear  # MRPO App. D.2 ablation
   medrl train --recipe armed --dry-run                               # rewards, batch, GRPOConfig, encoders; no training
   medrl train --recipe medix_r1 --dry-run --num-processes 4          # the batch TRL gets on 4 processes
@@ -502,7 +502,7 @@ def preflight(args, recipe, resolved: dict) -> int:
         except (RecipeError, ValueError) as exc:
             return fail(Exit.USAGE, exc)
     try:  # custom rewards (mypkg.rewards:fn, ./file.py:fn) import and resolve, as at training start
-        from medrl.common.registry import is_object_spec
+        from medrl.registry import is_object_spec
         from medrl.train.recipes import custom_reward
 
         for r in recipe.rewards:
