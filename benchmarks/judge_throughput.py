@@ -11,7 +11,10 @@
 Questions and answers are real VQA-RAD training pairs when the data folder is present, else a
 small built-in list. Prints measured numbers and ratios; no pass/fail on time.
 
-    .venv/bin/python benchmarks/judge_throughput.py [--latency-ms 50] [--requests 64] [--group 8]
+    .venv/bin/python benchmarks/judge_throughput.py [--latency-ms 50] [--requests 64] [--group 8] [--smoke]
+
+``--smoke`` (5 ms latency, 8 requests, 4 questions x G=2): seconds; the test suite runs it so the
+script cannot rot.
 """
 
 from __future__ import annotations
@@ -77,7 +80,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--questions", type=int, default=32, help="questions per GRPO batch")
     ap.add_argument("--group", type=int, default=8, help="rollouts per question (G)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--smoke", action="store_true", help="a few requests at 5 ms (the test suite's check)")
     args = ap.parse_args(argv)
+    if args.smoke:
+        args.latency_ms, args.requests, args.concurrency, args.questions, args.group = 5.0, 8, 4, 4, 2
 
     app = create_app(ReferenceBackend(use_embeddings=False), latency=args.latency_ms / 1000.0)
     with serve_in_thread(app) as url:

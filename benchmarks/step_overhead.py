@@ -15,11 +15,19 @@ MedGRPOTrainer also runs the reward-hacking monitor (:mod:`medrl.train.monitor`,
 on every batch; its time per step and its share of MedGRPOTrainer's median step are printed
 (target: under 2%).
 
+The hooks are timed where they live: every hook of :data:`medrl.methods.HOOK_ORDER` that a
+method of the run defines, and the trainer's own step at each hook point
+(:data:`TRAINER_HOOK_POINTS`); a hook point the trainer no longer has is an error naming it,
+not a silent zero.
+
 MedGRPOTrainer logs credit evidence (``credit.jsonl``: rollouts with their token advantages,
 :mod:`medrl.train.credit`) every ``--credit-every`` steps, by default every step - the worst
 case; recipes log every 10.
 
-    python benchmarks/step_overhead.py [--rounds 3] [--steps 4] [--model DIR] [--credit-every N]
+    python benchmarks/step_overhead.py [--rounds 3] [--steps 4] [--model DIR] [--credit-every N] [--smoke]
+
+``--smoke`` (1 round of 2 steps, 2 records, 2 rollouts, 16 tokens): the test suite runs it so the
+script cannot rot; its numbers are noise.
 """
 
 from __future__ import annotations
@@ -38,7 +46,39 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-def main(argv=None) -> int:
+#: the trainer's own work at the hook points of one step (medrl.train.trainer.MedGRPOTrainer)
+TRAINER_HOOK_POINTS = ("_shared_correctness", "_collect_reward_outputs", "_advantages", "_log_medrl_metrics")
+
+
+def time_hooks(trainer, clock: list[float]) -> list[str]:
+    """Wrap the trainer's hook-point steps and every hook its methods define so their time adds
+    up in ``clock[0]``; returns what is timed (``Class.hook``). AttributeError names a hook point
+    the trainer lacks."""
+    from medrl.methods import HOOK_ORDER, Method
+
+    def wrap(owner, name):
+        fn = getattr(owner, name)
+
+        def timed(*a, _fn=fn, **kw):
+            t = time.perf_counter()
+            try:
+                return _fn(*a, **kw)
+            finally:
+                clock[0] += time.perf_counter() - t
+
+        setattr(owner, name, timed)
+        return f"{type(owner).__name__}.{name}"
+
+    missing = [n for n in TRAINER_HOOK_POINTS if not hasattr(trainer, n)]
+    if missing:
+        raise AttributeError(f"MedGRPOTrainer has no hook point {missing}: update TRAINER_HOOK_POINTS")
+    timed = [wrap(trainer, n) for n in TRAINER_HOOK_POINTS]
+    for m in trainer.methods:
+        timed += [wrap(m, h) for h in (*HOOK_ORDER, "load_state_dict") if getattr(type(m), h) is not getattr(Method, h)]
+    return timed
+
+
+def _args(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=5, help="alternating rounds (each trainer runs once per round)")
     ap.add_argument("--steps", type=int, default=4, help="optimizer steps per block (the first is warm-up)")
@@ -52,8 +92,15 @@ def main(argv=None) -> int:
     ap.add_argument("--credit-every", type=int, default=1,
                     help="MedGRPOTrainer logs credit.jsonl every N steps (default 1: every step; 0 = off)")
     ap.add_argument("--json", default=None, help="also write the results to this JSON file")
+    ap.add_argument("--smoke", action="store_true", help="a tiny run in seconds (the test suite's check)")
     args = ap.parse_args(argv)
+    if args.smoke:
+        args.rounds, args.steps, args.records, args.generations, args.max_completion_length = 1, 2, 2, 2, 16
+    return args
 
+
+def _trainers(args):
+    """The two trainers (same policy, records, rewards, GRPOConfig and teacher rollouts) and the work folder."""
     import torch
     import transformers
     from trl import GRPOTrainer
@@ -89,7 +136,15 @@ def main(argv=None) -> int:
     for label, cls in (("MedGRPOTrainer (mrpo)", MedGRPOTrainer), ("GRPOTrainer (TRL)", GRPOTrainer)):
         tr = train_rl(recipe, model, records, work / label.split()[0], judge=judge, train=False, trainer_cls=cls).trainer
         trainers[label] = install_teacher(tr, records, every=2)
+    return trainers, records, work
 
+
+def main(argv=None) -> int:
+    import torch
+
+    args = _args(argv)
+    trainers, records, work = _trainers(args)
+    g = args.generations
     hook_time = [0.0]
     med_tr = trainers["MedGRPOTrainer (mrpo)"]
     credit_time = [0.0]
@@ -103,17 +158,7 @@ def main(argv=None) -> int:
             credit_time[0] += time.perf_counter() - t
 
     med_tr._credit.log_batch = timed_credit
-    for name in ("_mrpo_advantages", "_log_medrl_metrics", "_step_validity"):
-        fn = getattr(med_tr, name)
-
-        def timed(*a, _fn=fn, **kw):
-            t = time.perf_counter()
-            try:
-                return _fn(*a, **kw)
-            finally:
-                hook_time[0] += time.perf_counter() - t
-
-        setattr(med_tr, name, timed)
+    hooks = time_hooks(med_tr, hook_time)
     for tr in trainers.values():  # warm-up block each (lazy model loads, caches): not timed
         tr.train()
     med_tr._monitor.seconds = 0.0
@@ -138,7 +183,7 @@ def main(argv=None) -> int:
     for k, v in times.items():
         print(f"  {k:24s} median {med[k]:.3f} s/step  (n={len(v)}, min {min(v):.3f}, max {max(v):.3f})")
     n_med = args.rounds * args.steps
-    print(f"  MRPO hooks (token mapping, shaping, logging): {1000 * hook_time[0] / n_med:.1f} ms/step")
+    print(f"  hooks ({', '.join(hooks)}): {1000 * hook_time[0] / n_med:.1f} ms/step")
     credit_file = work / "MedGRPOTrainer" / "credit.jsonl"
     size = credit_file.stat().st_size if credit_file.is_file() else 0
     print(f"  credit logging (every {args.credit_every} step(s)): {1000 * credit_time[0] / n_med:.1f} ms/step, "
@@ -150,6 +195,7 @@ def main(argv=None) -> int:
     print(f"ratio MedGRPOTrainer / GRPOTrainer = {ratio:.3f}   (target < 1.10; wall {elapsed:.0f} s)")
     if args.json:
         Path(args.json).write_text(json.dumps({"median_s_per_step": med, "times": times, "ratio": ratio,
+                                               "hooks": hooks, "hooks_ms_per_step": 1000 * hook_time[0] / n_med,
                                                "credit_every": args.credit_every,
                                                "monitor_ms_per_step": monitor_ms, "monitor_share": monitor_share},
                                               indent=2))

@@ -18,6 +18,7 @@ COMMANDS: dict[str, str] = {
     "build-model": "build_model",
     "sft": "sft",
     "train": "train",
+    "recipes": "recipes",
     "eval": "eval",
     "analyze": "analyze",
     "judge-bench": "judge_bench",

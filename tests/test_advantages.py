@@ -15,6 +15,8 @@ import torch
 
 from medrl.advantages import (
     ADVANTAGES,
+    get_advantage_fn,
+    group_size,
     SHAPING,
     gdpo_advantages,
     grpo_advantages,
@@ -199,9 +201,41 @@ def test_gdpo_validates():
         gdpo_advantages([[1.0], [2.0], [3.0]], [1.0], 2)
 
 
-def test_registry_names():
+def test_every_registered_estimator_has_the_one_signature():
+    # verl's shape: estimator(*, rewards, mask, index, config, **inputs); unknown inputs are ignored
     assert ADVANTAGES.names() == ["gdpo", "grpo", "mrpo"]
-    assert ADVANTAGES.get("mrpo") is mrpo_token_advantages
+    rewards = torch.tensor([[1.0, 0.2], [0.0, 0.4], [0.5, 0.5], [1.0, 0.0]])
+    mask, index = torch.ones(4, 3), torch.tensor([0, 0, 1, 1])
+    extra = {"weights": torch.tensor([1.0, 0.5]), "reward_names": ["a", "b"], "something_else": object(),
+             "advantages": torch.tensor([0.3, -0.3, 0.2, -0.2]), "step_valid": [[False]] + [None] * 3,
+             "step_token_spans": [[(0, 2)]] + [None] * 3}
+    for name in ADVANTAGES.names():  # a config key an estimator does not read is ignored
+        out = get_advantage_fn(name)(rewards=rewards, mask=mask, index=index, config={"answer_reward": "b"}, **extra)
+        assert out.shape[0] == 4, name
+    total = rewards[:, 0] + 0.5 * rewards[:, 1]
+    grpo = get_advantage_fn("grpo")(rewards=rewards, mask=mask, index=index, **extra)
+    assert torch.equal(grpo, grpo_advantages(total, 2))
+    assert torch.equal(get_advantage_fn("grpo")(rewards=rewards, mask=None, index=index, config={"scale": "none"},
+                                                weights=extra["weights"]), grpo_advantages(total, 2, scale="none"))
+    gdpo = get_advantage_fn("gdpo")(rewards=rewards, mask=mask, index=index, **extra)
+    assert torch.equal(gdpo, gdpo_advantages(rewards, extra["weights"], 2))
+    # mrpo: R_ans is the column config.answer_reward names; Eq. 7 on the given A_i
+    mrpo = get_advantage_fn("mrpo")(rewards=rewards, mask=mask, index=index, config={"answer_reward": "b"}, **extra)
+    want = mrpo_token_advantages(extra["advantages"], rewards[:, 1], extra["step_valid"], extra["step_token_spans"], 3)
+    assert torch.equal(mrpo, want) and close(mrpo[0], [-0.3, -0.3, 0.3])  # K = 1: -1 x |A|
+    # TRL computes grpo and gdpo itself: their TRL setting is named; mrpo is not TRL's
+    assert get_advantage_fn("gdpo").trl_options == {"multi_objective_aggregation": "normalize_then_sum"}
+    assert not hasattr(get_advantage_fn("mrpo"), "trl_options")
+    with pytest.raises(KeyError, match="unknown advantage 'nope'"):
+        get_advantage_fn("nope")
+
+
+def test_group_ids_must_be_contiguous_groups_of_one_size():
+    assert group_size([0, 0, 1, 1, 2, 2]) == 2 and group_size([7, 7, 7]) == 3
+    with pytest.raises(ValueError, match="not groups of 2"):
+        group_size([0, 0, 1])
+    with pytest.raises(ValueError, match="row 2"):
+        group_size([0, 0, 1, 0])
 
 
 # ---------------------------------------------------------------- MRPO Eq. 7
@@ -254,10 +288,49 @@ def test_mrpo_shaping_functions(shaping, f_mid):
     assert math.isclose(shaping_factor(3, 3, shaping), last)
 
 
-def test_mrpo_single_step_uses_p_zero():
-    # K = 1: p_1 = 0, so an invalid step gets -exp(1) |A| = -e * 1.2
-    out = mrpo_token_advantages([1.2], [0.0], [[False]], [[(1, 3)]], 4)
-    assert close(out[0], [1.2, -E * 1.2, -E * 1.2, 1.2])
+def test_mrpo_single_step_follows_the_released_code():
+    # K = 1 has no relative position. dmis-lab/MRPO (grpo_trainer_MRPO_Qwen2_5.py, the else branch of
+    # `len(sentences) > 1`) multiplies A_i by +1 when (valid and A > 0) or (invalid and A < 0), else by -1:
+    #   invalid, A = +1.2: -1 x 1.2 = -1.2 (Eq. 7 with f(0) = e would give -3.261938)
+    #   invalid, A = -0.7: +1 x -0.7 = -0.7 = -1 x |A|
+    #   valid,   A = -0.7: -1 x -0.7 = +0.7 = +|A|
+    out = mrpo_token_advantages([1.2, -0.7, -0.7], [0.0, 0.0, 0.0], [[False], [False], [True]],
+                                [[(1, 3)], [(0, 2)], [(0, 2)]], 4)
+    assert close(out[0], [1.2, -1.2, -1.2, 1.2])
+    assert close(out[1], [-0.7, -0.7, -0.7, -0.7]) and close(out[2], [0.7, 0.7, -0.7, -0.7])
+    for shaping in SHAPING:
+        assert shaping_factor(1, 1, shaping) == 1.0
+    # soft halves it like any reshaped value: -0.5 x 1 x 1.2
+    out = mrpo_token_advantages([1.2], [0.9], [[False]], [[(0, 1)]], 1, strategy="soft")
+    assert close(out[0], [-0.6])
+
+
+def _released_multiplier(valid: bool, a: float, k: int, n_steps: int, r_ans: float) -> float:
+    """The released code's per-step multiplier of A_i (dmis-lab/MRPO, step-wise advantage
+    reweighting), in our words: 1 when R_ans > 0.6; with several steps +/-1 for a valid step and
+    -/+ exp(1 - k/(K-1)) rounded to 2 decimals for an invalid one (sign so the token value is
+    negative); with one step +/-1 by the same sign rule."""
+    if r_ans > 0.6:
+        return 1.0
+    sign = 1.0 if a > 0 else -1.0
+    if valid:
+        return sign
+    factor = round(math.exp(1 - k / (n_steps - 1)), 2) if n_steps > 1 else 1.0
+    return -sign * factor
+
+
+def test_mrpo_selective_matches_the_released_code_on_random_traces():
+    rnd = random.Random(7)
+    for _ in range(200):
+        n_steps = rnd.randint(1, 8)
+        a = rnd.choice([-1, 1]) * rnd.uniform(0.05, 2.0)
+        r_ans = rnd.choice([rnd.random(), 0.6, 0.61])
+        valid = [rnd.random() < 0.5 for _ in range(n_steps)]
+        spans = [(k, k + 1) for k in range(n_steps)]
+        ours = mrpo_token_advantages([a], [r_ans], [valid], [spans], n_steps)[0].tolist()
+        released = [a * _released_multiplier(v, a, k, n_steps, r_ans) for k, v in enumerate(valid)]
+        # the released code rounds exp(1 - p) to 2 decimals (e -> 2.72): equal up to that rounding
+        assert all(abs(x - y) <= 0.005 * abs(a) + 1e-9 for x, y in zip(ours, released)), (valid, a, r_ans)
 
 
 def test_mrpo_correct_answers_and_missing_steps_unchanged():
@@ -276,9 +349,9 @@ def test_mrpo_correct_answers_and_missing_steps_unchanged():
 
 
 def test_mrpo_tau_boundary_is_inclusive():
-    # R_ans == tau counts as incorrect (Eq. 7: R_ans <= tau)
-    out = mrpo_token_advantages([0.5], [0.6], [[False]], [[(0, 1)]], 1)
-    assert close(out[0], [-E * 0.5])
+    # R_ans == tau counts as incorrect (Eq. 7: R_ans <= tau); K = 2, invalid first step: -e * 0.5
+    out = mrpo_token_advantages([0.5], [0.6], [[False, True]], [[(0, 1), (1, 2)]], 2)
+    assert close(out[0], [-E * 0.5, 0.5])
 
 
 def test_mrpo_strategies_full_and_soft():
@@ -315,8 +388,8 @@ def _reference_loop(a, r_ans, valid, spans, t_len, tau, shaping, strategy):
                 n_steps = len(spans[i])
                 for k, (s, e) in enumerate(spans[i], start=1):
                     if s <= t < e:
-                        p = (k - 1) / (n_steps - 1) if n_steps > 1 else 0.0
-                        value = abs(a[i]) if valid[i][k - 1] else -f(p) * abs(a[i])
+                        penalty = f((k - 1) / (n_steps - 1)) if n_steps > 1 else 1.0  # K = 1: released code
+                        value = abs(a[i]) if valid[i][k - 1] else -penalty * abs(a[i])
                         if strategy == "soft":
                             value *= 0.5
             row.append(value)

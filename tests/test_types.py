@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from medrl.modality import MODALITY_TAGS, modality_to_tag
-from medrl.paths import data_root
-from medrl.registry import Registry
+from medrl.common.modality import MODALITY_TAGS, modality_to_tag
+from medrl.common.paths import data_root
+from medrl.common.registry import Registry
 from medrl.types import StepVerdict, Verdict
 
 
@@ -62,7 +62,7 @@ HEAVY = ("torch", "transformers", "trl", "datasets", "sklearn", "sentence_transf
 def test_import_loads_no_heavy_library():
     """`import medrl` stays fast because heavy libraries load lazily (timing: benchmarks/import_time.py)."""
     code = (
-        "import sys, medrl, medrl.parsing, medrl.types, medrl.judges, medrl.modality, medrl.cli; "
+        "import sys, medrl, medrl.parsing, medrl.types, medrl.judges, medrl.common.modality, medrl.cli; "
         f"print([m for m in {HEAVY!r} if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -50,7 +50,7 @@ def _add_source(p: argparse.ArgumentParser, required: bool = True) -> None:
                    help="a source name (vqa_rad, slake, pathvqa, pmc_vqa, ...; `medrl data sources` lists them)"
                         "[:split] | jsonl:<file> | hf:<folder or hub id>")
     g.add_argument("--split", help="split (train/test/validate); overrides a ':split' suffix")
-    g.add_argument("--data-dir", help="folder holding vqa_rad/, slake/, ... (default: medrl.paths.data_root())")
+    g.add_argument("--data-dir", help="folder holding vqa_rad/, slake/, ... (default: medrl.common.paths.data_root())")
     g.add_argument("--open", nargs="?", const="papers", default=None, choices=["papers", "answer_type", "strict"],
                    help="keep open-ended records only: papers (default: drop yes/no and multiple-choice), "
                         "answer_type (dataset's OPEN field), strict (both)")
@@ -79,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     p = sub.add_parser("sources", help="every named source and suite, where to get it, and which are present",
                        formatter_class=fmt)
-    p.add_argument("--data-dir", help="data folder to check (default: the usual candidates, see medrl.paths)")
+    p.add_argument("--data-dir", help="data folder to check (default: the usual candidates, see medrl.common.paths)")
     p.add_argument("--json", action="store_true", help="print the table as JSON")
 
     p = sub.add_parser("inspect", help="counts by split, answer type, modality, open/closed; a few samples", formatter_class=fmt)
@@ -187,7 +187,7 @@ def _judge(args):
 
 
 def _tag_source(record) -> str:
-    from medrl.modality import record_modality_tag
+    from medrl.common.modality import record_modality_tag
 
     return record_modality_tag(record)[1]
 
@@ -215,7 +215,7 @@ def sources_table(data_dir: str | None = None) -> dict:
     """What ``medrl data sources`` prints: each source's title, download, folder names and the
     folder it was found in (None when absent), and each suite's source specs."""
     from medrl.data.registry import SOURCES, SUITES, find_source
-    from medrl.paths import data_roots
+    from medrl.common.paths import data_roots
 
     roots = data_roots(data_dir)
     table = {}
@@ -302,7 +302,7 @@ def run(args) -> int:
             if args.embedding_model:
                 from functools import partial
 
-                from medrl.embeddings import encode as _enc
+                from medrl.common.embeddings import encode as _enc
 
                 encode = partial(_enc, model=args.embedding_model)
             out, summary = knowledge_exemplars(records, min_count=args.min_count, clusters_per_group=args.clusters,

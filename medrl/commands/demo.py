@@ -110,7 +110,7 @@ def run(args) -> int:
 
     from medrl.commands.demo_pipeline import DemoStateMismatch, make_config, run_demo
     from medrl.exit_codes import Exit
-    from medrl.paths import DATA_HELP, data_root
+    from medrl.common.paths import DATA_HELP, data_root
 
     try:
         data_root(args.data_dir)

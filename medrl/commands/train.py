@@ -502,7 +502,7 @@ def preflight(args, recipe, resolved: dict) -> int:
         except (RecipeError, ValueError) as exc:
             return fail(Exit.USAGE, exc)
     try:  # custom rewards (mypkg.rewards:fn, ./file.py:fn) import and resolve, as at training start
-        from medrl.registry import is_object_spec
+        from medrl.common.registry import is_object_spec
         from medrl.train.recipes import custom_reward
 
         for r in recipe.rewards:

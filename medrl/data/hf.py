@@ -179,7 +179,7 @@ def load_hf_records(path: str | Path, split: str | None = None, *, source: str |
             modality = get("modality")
             tag = get("modality_tag")
             if tag is None and modality:
-                from medrl.modality import modality_to_tag
+                from medrl.common.modality import modality_to_tag
 
                 tag = modality_to_tag(modality)
             out.append(VQARecord(
@@ -197,7 +197,7 @@ def load_hf_records(path: str | Path, split: str | None = None, *, source: str |
 def _image_roots(path: Path) -> list:
     """Folders a Hugging Face dataset's image files may be in: its own folder, medrl's copy of
     its embedded images, the configured data folder and the Hugging Face cache."""
-    from medrl.paths import cache_dir
+    from medrl.common.paths import cache_dir
 
     roots = [path if path.exists() else None, cache_dir() / "hf_images", *configured_data_roots()]
     try:
@@ -215,7 +215,7 @@ def _image_file(root: Path, item: dict, name: str) -> str:
     if item.get("bytes"):
         import hashlib
 
-        from medrl.paths import cache_dir
+        from medrl.common.paths import cache_dir
 
         out = cache_dir() / "hf_images" / hashlib.sha1(str(root.resolve()).encode()).hexdigest()[:12]
         out.mkdir(parents=True, exist_ok=True)

@@ -92,7 +92,7 @@ def allow_outside_data_root(allow: bool = True) -> Iterator[None]:
 def configured_data_roots() -> list[Path]:
     """Every existing data folder medrl looks in (``$MEDRL_DATA_DIR``, ``./data``,
     ``../shared/data``): a JSONL file may name images in any of them."""
-    from medrl import paths
+    from medrl.common import paths
 
     if hasattr(paths, "data_roots"):
         return list(paths.data_roots())
@@ -121,7 +121,7 @@ def outside_root_problem(path: str | os.PathLike, roots: Iterable[str | os.PathL
 
 # --------------------------------------------------------------------------- decoding check
 def _cache_file() -> Path:
-    from medrl.paths import cache_dir
+    from medrl.common.paths import cache_dir
 
     return cache_dir() / _CACHE_NAME
 
@@ -278,7 +278,7 @@ def capped_image_path(path: str | os.PathLike, max_pixels: int | None = None) ->
     under ``<medrl cache>/capped_images/`` (named by the file's digest and the cap). For datasets
     whose images are decoded by someone else (TRL reads the ``image`` column of
     :func:`medrl.data.hf.to_hf_dataset`), so that no full-size giant reaches the processor."""
-    from medrl.paths import cache_dir
+    from medrl.common.paths import cache_dir
 
     cap = int(max_pixels or default_max_pixels())
     try:

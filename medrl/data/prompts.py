@@ -8,7 +8,7 @@ The wording is this project's own.
 
 from __future__ import annotations
 
-from medrl.modality import MODALITY_TAGS
+from medrl.common.modality import MODALITY_TAGS
 
 _THINK_ANSWER = (
     "You are a careful medical imaging specialist answering a question about the image. "

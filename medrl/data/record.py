@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable
 
-from medrl.jsonl import dumps_line
+from medrl.common.jsonl import dumps_line
 from medrl.text import clean_obj, clean_text
 
 
@@ -114,7 +114,7 @@ class VQARecord:
     ``images``: absolute paths. ``answer_type``: the dataset's own OPEN/CLOSED label (None when
     it has none). ``open_ended``: the papers' sense (see :func:`is_open_ended_answer`).
     ``modality``: the dataset's raw modality name; ``modality_tag``: its MediX-R1 tag
-    (:data:`medrl.modality.MODALITY_TAGS`). ``organ``: organ or body location.
+    (:data:`medrl.common.modality.MODALITY_TAGS`). ``organ``: organ or body location.
     ``gold_reasoning``: an expert rationale (e.g. MedThink) or None. ``key_steps``: StepGRPO key
     steps or None. ``extras``: anything else the loader knows (language, choices, how the
     modality was derived, the original ids, ...).

@@ -6,7 +6,7 @@ per dataset family); a *suite* is a paper's collection of sources evaluated toge
 (``medrl eval --suite NAME``).
 
 Source specs: a name of :data:`SOURCES` (looked up under ``data_dir``, default
-:func:`medrl.paths.data_root`), ``jsonl:<path>`` (our own format) or ``hf:<path>`` (a Hugging
+:func:`medrl.common.paths.data_root`), ``jsonl:<path>`` (our own format) or ``hf:<path>`` (a Hugging
 Face dataset: ``save_to_disk`` folder, downloaded parquet folder or hub id). A named source may
 carry a split after a colon: ``vqa_rad:test``.
 
@@ -309,7 +309,6 @@ SUITE_OOD: dict[str, frozenset[str]] = {
 
 #: A suite's source may be present as its Hugging Face copy instead.
 SUITE_FALLBACK = {"vqa_rad": "vqa_rad_hf", "slake": "slake_hf", "pathvqa": "pathvqa_hf"}
-_SUITE_FALLBACK = SUITE_FALLBACK  # old name (medrl.commands.eval)
 
 
 # --------------------------------------------------------------------------- finding sources
@@ -331,7 +330,7 @@ def find_root(name: str, data_dir: str | os.PathLike) -> Path:
         mod, _, fn = src.finder.partition(":")
         return Path(getattr(importlib.import_module(mod), fn)(Path(data_dir)))
     if not src.needs_files:
-        from medrl.paths import cache_dir
+        from medrl.common.paths import cache_dir
 
         return cache_dir()
     for folder in src.folders:
@@ -354,10 +353,10 @@ def find_source(name: str, data_dir: str | os.PathLike) -> Path | None:
 
 def locate_source(name: str, data_dir: str | os.PathLike | None = None) -> Path:
     """The data folder that holds the named source ``name``: each candidate of
-    :func:`medrl.paths.data_candidates` (``--data-dir``; else ``$MEDRL_DATA_DIR``, ``./data``,
+    :func:`medrl.common.paths.data_candidates` (``--data-dir``; else ``$MEDRL_DATA_DIR``, ``./data``,
     ``../shared/data``) is checked for that dataset, so an unrelated ``./data`` never hides the
     folder that has it. Raises :class:`DataNotFoundError` listing the folders looked in."""
-    from medrl.paths import find_data_root
+    from medrl.common.paths import find_data_root
 
     if not _source(name).needs_files:
         return Path(data_dir or ".")
@@ -396,7 +395,7 @@ def suite_specs(name: str, data_dir: str | Path | None = None) -> tuple[list[str
     """``(present specs, [(missing spec, why)])`` of a suite under ``data_dir``. For each
     evaluation set the first present of: the sources the suite prefers for it (its paper's own copy),
     the spec's source, its Hugging Face copy (:data:`SUITE_FALLBACK`)."""
-    from medrl.paths import data_roots
+    from medrl.common.paths import data_roots
 
     if name not in SUITES:
         raise ValueError(f"unknown suite {name!r}; known: {', '.join(SUITES)}")
@@ -478,7 +477,7 @@ def load_records(
         where = f"{kind} in {root}"
         # image paths must stay inside the folder the dataset was found in (or medrl's cache,
         # where the hub-copy loaders write the images they extract)
-        from medrl.paths import cache_dir
+        from medrl.common.paths import cache_dir
 
         roots = [root, cache_dir() / "hf_images"] + ([cache_dir()] if not src.needs_files else [])
     else:
@@ -513,7 +512,7 @@ def source_identity(source: str, split: str | None = None, data_dir: str | os.Pa
         p = os.path.realpath(os.path.expanduser(path)) if kind == "jsonl" or os.path.exists(path) else path
         return kind, p, split
     try:
-        from medrl.paths import data_root
+        from medrl.common.paths import data_root
 
         root = os.path.realpath(data_root(data_dir))
     except (FileNotFoundError, OSError):

@@ -126,7 +126,7 @@ def read_label_file(path: str | Path) -> dict:
         with path.open(newline="", encoding="utf-8") as fh:
             rows = list(csv.DictReader(fh))
     else:
-        from medrl.jsonl import iter_jsonl
+        from medrl.common.jsonl import iter_jsonl
 
         rows = [row for _, row in iter_jsonl(path)]
     labels: dict = {}

@@ -46,7 +46,7 @@ def credit_path(run: str | Path) -> Path:
 
 def load_credit(run: str | Path) -> list[dict]:
     """The rows of a run's ``credit.jsonl``, checked; errors name the file, line and field."""
-    from medrl.jsonl import iter_jsonl
+    from medrl.common.jsonl import iter_jsonl
 
     path = credit_path(run)
     if not path.is_file():

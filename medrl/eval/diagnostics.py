@@ -61,9 +61,9 @@ def _read_trainer_state(path: Path, out: dict) -> None:
 
 def _json_lines(path: Path):
     """``(line number, parsed object)`` for each non-blank line; a bad line names file and line
-    (:func:`medrl.jsonl.iter_jsonl`: Unicode line separators inside values are kept, a torn
+    (:func:`medrl.common.jsonl.iter_jsonl`: Unicode line separators inside values are kept, a torn
     last line of a run still being written is dropped)."""
-    from medrl.jsonl import iter_jsonl
+    from medrl.common.jsonl import iter_jsonl
 
     yield from iter_jsonl(path)
 

@@ -42,7 +42,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Sequence
 
-from medrl.jsonl import append_jsonl, iter_jsonl
+from medrl.common.jsonl import append_jsonl, iter_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -485,7 +485,7 @@ def run_bench(judges: Sequence[str | Any], out_dir: str | Path, *, labels: str |
 
 
 def _resolve_root(data_root: str | Path | None) -> Path | None:
-    from medrl.paths import data_root as find
+    from medrl.common.paths import data_root as find
 
     try:
         return find(data_root)
@@ -620,7 +620,7 @@ def _norm_spec(spec: str) -> str:
 
 
 def _user_agreement_file() -> Path:
-    from medrl.paths import cache_dir
+    from medrl.common.paths import cache_dir
 
     return cache_dir() / AGREEMENT_FILE
 

@@ -73,7 +73,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from medrl.registry import Registry
+from medrl.common.registry import Registry
 
 #: Eval protocols by name: ``PROTOCOLS.get("standard")``.
 PROTOCOLS = Registry("eval protocol", modules=["medrl.eval.protocols"])

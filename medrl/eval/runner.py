@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from medrl.eval.scoring import base_row, is_truncated, missing_scores, score_rows, summarize_scores
-from medrl.jsonl import append_jsonl, read_jsonl, write_jsonl
+from medrl.common.jsonl import append_jsonl, read_jsonl, write_jsonl
 from medrl.judges.base import judge_identity
 from medrl.text import clean_obj, clean_text
 
@@ -101,7 +101,7 @@ class EvalFolderMismatch(ValueError):
 
 # --------------------------------------------------------------------------- JSONL helpers
 def read_rows(path: str | Path, repair: bool = False) -> list[dict]:
-    """Rows of a JSONL file written by this module (:func:`medrl.jsonl.read_jsonl`: safe for
+    """Rows of a JSONL file written by this module (:func:`medrl.common.jsonl.read_jsonl`: safe for
     every Unicode line separator; a torn last line is dropped, and cut from the file when
     ``repair``; a bad line elsewhere is an error naming the file and line)."""
     return read_jsonl(path, repair=repair)

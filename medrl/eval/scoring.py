@@ -419,7 +419,7 @@ def load_run(run_dir) -> list[dict]:
     (Here, below the runner, so analyses read eval folders without importing the runner.)"""
     from pathlib import Path
 
-    from medrl.jsonl import read_jsonl
+    from medrl.common.jsonl import read_jsonl
 
     path = Path(run_dir) / "outputs.jsonl"
     if not path.exists():

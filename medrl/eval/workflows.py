@@ -16,7 +16,7 @@ from medrl.eval import analysis as A
 from medrl.eval import plots
 from medrl.eval.report import Report, ci_cell, fmt
 from medrl.eval.scoring import SCORE_KEYS, output_correct, step_valid_flags
-from medrl.jsonl import read_jsonl, write_jsonl
+from medrl.common.jsonl import read_jsonl, write_jsonl
 
 _METRIC_NAMES = {
     "judge_binary": "Judged accuracy (%)",
@@ -260,7 +260,7 @@ def _ensure_verified(rows: list[dict], judge: Any, cache: Path, protocol: str | 
     """Verify the steps of rows that lack verdicts with ``judge`` (resumable cache file); under
     ``protocol="mrpo"`` also score the MRPO answer decision (``judge_answer``) of rows that lack it."""
     from medrl.eval.scoring import score_rows
-    from medrl.jsonl import append_jsonl
+    from medrl.common.jsonl import append_jsonl
 
     want_answer = protocol == "mrpo"
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from dataclasses import asdict, dataclass
 from typing import Any, Awaitable, Iterable, Protocol, Sequence, TypeVar, runtime_checkable
 
-from medrl.registry import Registry
+from medrl.common.registry import Registry
 from medrl.types import Verdict
 
 T = TypeVar("T")

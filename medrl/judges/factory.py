@@ -38,7 +38,7 @@ def build_judge(
 
     Extra keywords go to the judge class (:class:`~medrl.judges.openai_judge.OpenAIJudge`:
     timeout, max_retries, temperature, max_tokens, answer_format, multimodal, ...;
-    :class:`~medrl.judges.reference.ReferenceJudge`: use_embeddings, embed_threshold, ...).
+    :class:`~medrl.judges.reference.ReferenceJudge`: use_embeddings, embedding_model).
     """
     if not isinstance(spec, str):
         if all(hasattr(spec, m) for m in ("answer_correct", "verify_steps", "consistency")):

@@ -166,7 +166,7 @@ class OpenAIJudge:
         if extra_body:
             self._params["extra_body"] = dict(extra_body)
         if cache_path is None:
-            from medrl.paths import cache_dir
+            from medrl.common.paths import cache_dir
 
             cache_path = cache_dir() / "judge_cache.sqlite"
         # keyed by what decides the verdicts (endpoint, model, prompt version, answer format): a

@@ -1,9 +1,11 @@
 """The papers' methods, one file each, as plugins of :class:`medrl.train.trainer.MedGRPOTrainer`.
 
-``medrl/methods/mrpo.py``, ``capo.py``, ``armed.py``, ``medix_r1.py``, ``stepgrpo.py`` and
-``baselines.py`` each open with the method's typed config, then its rewards, then its hooks.
-:mod:`medrl.methods.base` defines :class:`Method`, the typed batch :class:`MedBatch`, the hook
-order and the registry (:func:`get_method`, :func:`get_advantage_fn`, :func:`compose`).
+``medrl/methods/mrpo.py``, ``capo.py``, ``armed.py``, ``medix_r1.py`` and ``stepgrpo.py`` each
+open with the method's typed config (the recipe's ``algorithm.<section>``), then the rewards it
+configures, then its hooks. :mod:`medrl.methods.base` defines :class:`Method`, the typed batch
+:class:`MedBatch`, the hook order and the registry (:func:`get_method`, :func:`compose`). A
+method outside medrl is the same kind of class, named in a recipe by import path or installed
+under the ``medrl.methods`` entry point (``docs/architecture.md``).
 """
 
 from medrl.methods.base import (
@@ -15,9 +17,8 @@ from medrl.methods.base import (
     MethodConflict,
     active_method_names,
     compose,
-    get_advantage_fn,
     get_method,
 )
 
 __all__ = ["HOOK_ORDER", "METHODS", "MedBatch", "Method", "MethodConfig", "MethodConflict", "active_method_names",
-           "compose", "get_advantage_fn", "get_method"]
+           "compose", "get_method"]

@@ -1,54 +1,68 @@
 """What a method is, the typed batch its hooks share, and the one registry of methods.
 
-A method (one paper's contribution) is a :class:`Method` subclass in its own file under
-``medrl/methods/``: its typed config (``Config``, a pydantic model whose fields carry help text
-and the paper's equation), the registry names of its rewards, and the hooks it needs. The trainer
-(:class:`medrl.train.trainer.MedGRPOTrainer`) calls the hooks of every active method at fixed
-points of one GRPO step, in this order (``HOOK_ORDER``):
+A method (one paper's contribution) is a :class:`Method` subclass in its own file: its typed
+config (``Config``, a pydantic model whose fields carry help text and the paper's equation,
+set from the recipe's ``algorithm.<section>``), the rewards it configures, and the hooks it
+needs. The trainer (:class:`medrl.train.trainer.MedGRPOTrainer`) calls the hooks of every active
+method at fixed points of one GRPO step, in this order (``HOOK_ORDER``):
 
 1. ``setup(trainer)`` - once, when the trainer is built: check the run can work (refuse with
    the reason otherwise), find the rewards the method reads.
-2. ``before_generation(trainer, batch)`` - before TRL generates: extra rollouts (CAPO's
-   corrupted images) go into typed batch fields; ``batch.mode`` says train or eval.
+2. ``before_generation(trainer, batch)`` - before TRL generates: extra rollouts (corrupted-image
+   rollouts, say) go into typed batch fields; ``batch.mode`` says train or eval.
 3. ``before_rewards(trainer, batch)`` - after generation, before TRL calls the rewards. The
    trainer's own step here: the one correctness decision per rollout (``batch.correct``).
 4. ``after_rewards(trainer, batch)`` - after TRL scored the batch. The trainer's own step here:
    unscorable rows (``batch.unscorable``) and the rewards' declared outputs
    (``batch.steps`` / ``batch.step_verdicts``).
-5. ``token_advantages(trainer, batch)`` - only the one method whose ``advantage`` name is the
-   run's ``algorithm.advantage``: returns the (B, T) or (B,) advantages the loss receives.
+5. ``advantage_inputs(trainer, batch)`` - named inputs of the advantage estimator that
+   ``algorithm.advantage`` names (:mod:`medrl.advantages`, one signature for all); the
+   trainer calls the estimator with them and the config of the method that provides it.
 6. ``log(trainer, batch)`` - per-step metrics.
 7. ``state_dict()`` / ``load_state_dict(state)`` - saved into every checkpoint
    (``method_state.json``) and restored on resume. State that lives in a method's rewards
-   (ARMed's adaptive thresholds) travels here too: the method names those rewards in
+   (adaptive thresholds) travels here too: the method names those rewards in
    ``state_rewards()`` and the trainer leaves them out of its ``reward_state.json`` (which keeps
    only stateful rewards no method owns).
 
-Within one hook point, methods run in the order the recipe lists them. Methods are looked up by
-name (``get_method("capo")``), and so are advantage estimators (``get_advantage_fn("mrpo")``,
-after verl's ``get_adv_estimator_fn``). :func:`compose` refuses combinations that cannot work.
+Besides hooks, the trainer, the credit log and the recipe loader *ask* a method, never name it:
+which reward's step verdicts it reads (:attr:`Method.process_reward`), which reward is its
+answer reward (:attr:`Method.answer_reward`), which reward options its config sets
+(:meth:`Method.reward_options`), what a recipe must hold for it to work
+(:meth:`Method.recipe_problems`), what the credit log records (:meth:`Method.credit_fields`).
+
+Within one hook point, methods run in the order the recipe lists them. Methods are found by
+name (:func:`get_method`): medrl's own (``METHOD_MODULES``), an installed package's (a
+``medrl.methods`` entry point), or any class by import path (``my_pkg.my_method:LengthPenalty``,
+``path/to/file.py:LengthPenalty``). :func:`compose` refuses combinations that cannot work.
 """
 
 from __future__ import annotations
 
+import pkgutil
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from medrl.registry import Registry
+from medrl.common.registry import Registry, is_object_spec, load_object
 
-#: Method modules; each registers its :class:`Method` subclass on import.
-METHOD_MODULES = ["medrl.methods.mrpo", "medrl.methods.capo", "medrl.methods.armed", "medrl.methods.medix_r1",
-                  "medrl.methods.stepgrpo", "medrl.methods.baselines"]
-METHODS = Registry("method", modules=METHOD_MODULES)
+#: Method modules: every module of this package but this one; each registers its
+#: :class:`Method` subclass on import (a new file here is found without being listed)
+METHOD_MODULES = sorted(f"{__package__}.{m.name}" for m in pkgutil.iter_modules([str(Path(__file__).parent)])
+                        if m.name != Path(__file__).stem)
+#: installed packages add methods under this entry-point group (``[project.entry-points."medrl.methods"]``)
+ENTRY_POINT_GROUP = "medrl.methods"
+METHODS = Registry("method", modules=METHOD_MODULES, entry_point_group=ENTRY_POINT_GROUP)
 
-HOOK_ORDER = ("setup", "before_generation", "before_rewards", "after_rewards", "token_advantages", "log",
+HOOK_ORDER = ("setup", "before_generation", "before_rewards", "after_rewards", "advantage_inputs", "log",
               "state_dict")
 
 
 class MethodConfig(BaseModel):
-    """Base of every method's typed config: unknown keys and NaN/inf are errors."""
+    """Base of every method's typed config: unknown keys and NaN/inf are errors; every field
+    needs a ``description`` (its help, shown by ``medrl recipes show NAME --explain``)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, validate_default=True)
 
@@ -64,7 +78,7 @@ class MedBatch:
 
     inputs: list[dict]
     mode: str = "train"  # "train" | "eval"
-    #: CAPO: per row, the text of the paired rollout on the corrupted image (before_generation)
+    #: per row, the text of a paired rollout on a corrupted image (before_generation)
     corrupted_completions: list[str] | None = None
     #: the one correctness decision per rollout / per corrupted rollout (before_rewards)
     correct: list[bool | None] | None = None
@@ -110,23 +124,33 @@ class MedBatch:
 
 
 class Method:
-    """One paper's method: a typed config, its rewards, its hooks (all optional)."""
+    """One paper's method: a typed config, the rewards it configures, its hooks (all optional)."""
 
-    #: registry name, as recipes write it (``methods: [mrpo, capo]``)
+    #: registry name, as recipes write it (``methods: [name]``)
     name: ClassVar[str] = ""
     #: the paper and sections the method implements
     paper: ClassVar[str] = ""
     #: the typed config; its field defaults are the only place the defaults are written
     Config: ClassVar[type[MethodConfig]] = MethodConfig
-    #: key of the recipe's ``algorithm`` section that holds this config (None: no section)
+    #: key of the recipe's ``algorithm`` section that holds this config (None: no section);
+    #: setting the section in a recipe switches the method on (unless it provides the
+    #: advantage estimator: then ``algorithm.advantage`` does)
     section: ClassVar[str | None] = None
-    #: registry names of the rewards the paper defines (documentation, cost estimate, checks)
-    rewards: ClassVar[tuple[str, ...]] = ()
-    #: name of the advantage estimator this method provides through ``token_advantages``
-    #: (``algorithm.advantage`` selects it); two active methods may not both provide one
+    #: the rewards the paper defines (registry names), each with the reward options this
+    #: method's config sets: ``{reward name: {reward option: config field}}`` (a plain tuple of
+    #: names: it sets none). With the method on, those options come from
+    #: ``algorithm.<section>`` only (a recipe setting one under ``rewards[*].options`` is
+    #: refused: one place per setting)
+    rewards: ClassVar[Mapping[str, Mapping[str, str]] | tuple[str, ...]] = {}
+    #: name of the advantage estimator (:data:`medrl.advantages.ADVANTAGES`) this method
+    #: provides inputs and its config for; ``algorithm.advantage`` naming it switches the
+    #: method on (or listing the method). Two active methods may not both provide one
     advantage: ClassVar[str | None] = None
     #: rewards that switch the method on when a recipe does not list its methods
     activated_by: ClassVar[tuple[str, ...]] = ()
+    #: the :class:`MedBatch` fields its hooks fill (the cost estimate counts the judge calls
+    #: they bring: corrupted rollouts are judged too)
+    fills: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, config: MethodConfig | dict | None = None):
         if not isinstance(config, self.Config):
@@ -136,7 +160,45 @@ class Method:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.config!r})"
 
-    # hooks: every one is optional; the defaults do nothing
+    @classmethod
+    def label(cls) -> str:
+        """The name a recipe and the logs show: ``name``, else the class name."""
+        return cls.name or cls.__name__
+
+    # ---------------------------------------------------------------- what others ask
+
+    @property
+    def process_reward(self) -> str | None:
+        """The reward whose declared step outputs (``steps``, ``step_verdicts``) this method
+        reads; None: it reads none."""
+        return None
+
+    @property
+    def answer_reward(self) -> str | None:
+        """The reward holding this method's answer score (the credit log's ``r_ans``); None: none."""
+        return None
+
+    @classmethod
+    def bound_options(cls, reward: str) -> Mapping[str, str]:
+        """``{reward option: config field}`` this method sets for reward ``reward`` (see :attr:`rewards`)."""
+        return (cls.rewards.get(reward) if isinstance(cls.rewards, Mapping) else None) or {}
+
+    def reward_options(self, reward: str) -> dict[str, Any]:
+        """The options of reward ``reward`` that this method's config sets, with their values."""
+        return {opt: getattr(self.config, f) for opt, f in self.bound_options(reward).items()}
+
+    def recipe_problems(self, reward_names: Sequence[str]) -> list[tuple[str, str]]:
+        """``(dotted key, reason)`` for what a recipe with rewards ``reward_names`` lacks for this
+        method; the recipe loader refuses the recipe with them before any model loads."""
+        return []
+
+    def credit_fields(self) -> dict[str, Any]:
+        """Settings each ``credit.jsonl`` row records beside the estimator's name (those of the
+        method that provides the advantages)."""
+        return {}
+
+    # ---------------------------------------------------------------- hooks (the defaults do nothing)
+
     def setup(self, trainer: Any) -> None: ...
 
     def before_generation(self, trainer: Any, batch: MedBatch) -> None: ...
@@ -145,8 +207,9 @@ class Method:
 
     def after_rewards(self, trainer: Any, batch: MedBatch) -> None: ...
 
-    def token_advantages(self, trainer: Any, batch: MedBatch) -> Any:
-        return batch.out["advantages"]
+    def advantage_inputs(self, trainer: Any, batch: MedBatch) -> dict[str, Any]:
+        """Named inputs this method adds to the advantage estimator's call (``{}``: none)."""
+        return {}
 
     def log(self, trainer: Any, batch: MedBatch) -> None: ...
 
@@ -164,7 +227,7 @@ class Method:
 
 def option_default(fn: Any, option: str) -> Any:
     """The default of keyword ``option`` of ``fn`` (a reward factory or class): a method config
-    that exposes a reward option takes its default from the reward, where it is written once."""
+    field that sets a reward option takes its default from the reward, where it is written once."""
     import inspect
 
     param = inspect.signature(fn).parameters[option]
@@ -173,75 +236,143 @@ def option_default(fn: Any, option: str) -> Any:
     return param.default
 
 
+def reward_option(factory: Any, option: str, **field: Any) -> Any:
+    """A config field (pydantic ``Field``, ``field`` its constraints and ``description``) whose
+    default is the default of option ``option`` of ``factory`` (a reward factory or class):
+    written once, in the reward."""
+    from pydantic import Field
+
+    return Field(option_default(factory, option), **field)
+
+
 class MethodConflict(ValueError):
-    """Methods that cannot run together; the message gives the reason."""
+    """Methods that cannot run together, or a method that cannot be found; the message says why."""
 
 
 def get_method(name: str) -> type[Method]:
-    """The :class:`Method` class registered as ``name`` (``KeyError`` lists the known ones)."""
+    """The :class:`Method` class ``name`` names: a registered name (medrl's, or an installed
+    package's ``medrl.methods`` entry point) or an import path (``my_pkg.mod:Class``,
+    ``path/to/file.py:Class``). ``KeyError`` lists the known names; ``MethodConflict`` says why
+    an import path does not give a method."""
+    if is_object_spec(name):
+        try:
+            cls = load_object(name)
+        except ValueError as exc:
+            raise MethodConflict(exc.args[0]) from None
+        if not (isinstance(cls, type) and issubclass(cls, Method)):
+            raise MethodConflict(f"{name!r} is not a medrl.methods.Method subclass")
+        return cls
     return METHODS.get(name)
 
 
-def get_advantage_fn(name: str):
-    """The advantage estimator registered as ``name`` in :data:`medrl.advantages.ADVANTAGES`."""
-    from medrl.advantages import ADVANTAGES
-
-    return ADVANTAGES.get(name)
+def method_classes(items: Sequence[str | Method | type[Method]]) -> list[type[Method]]:
+    """The classes of ``items`` (names, import paths, classes or objects), in order."""
+    out = []
+    for item in items:
+        if isinstance(item, str):
+            try:
+                item = get_method(item)
+            except KeyError as exc:
+                raise MethodConflict(exc.args[0]) from None
+        cls = item if isinstance(item, type) else type(item)
+        if not issubclass(cls, Method):
+            raise MethodConflict(f"{item!r} is not a medrl.methods.Method")
+        out.append(cls)
+    return out
 
 
 def compose(methods: Sequence[str | Method | type[Method]], algorithm: dict | None = None) -> list[Method]:
-    """The methods of a run, in recipe order: a registered name or a ``module:Class`` /
-    ``path.py:Class`` spec (instantiated with its config from ``algorithm[cls.section]``), a
-    :class:`Method` class, or a ready :class:`Method` object. Refuses, with the reason,
-    combinations that cannot work: an unknown or repeated method, two methods that both
-    provide the advantages (``token_advantages``).
+    """The methods of a run, in recipe order: a name or import path (see :func:`get_method`),
+    instantiated with its config from ``algorithm[cls.section]``, a :class:`Method` class, or a
+    ready :class:`Method` object. Refuses, with the reason, combinations that cannot work: an
+    unknown or repeated method, two methods that both provide the advantage estimator.
     """
-    from medrl.registry import is_object_spec, load_object
-
     algorithm = algorithm or {}
     seen, out = set(), []
-    for item in methods:
-        obj = item
-        if isinstance(item, str):
-            try:
-                obj = load_object(item) if is_object_spec(item) else get_method(item)
-            except (KeyError, ValueError) as exc:
-                raise MethodConflict(exc.args[0]) from None
-        if isinstance(obj, type) and issubclass(obj, Method):
-            cfg = algorithm.get(obj.section) if obj.section else None
-            obj = obj(cfg if isinstance(cfg, dict) else None)
-        if not isinstance(obj, Method):
-            raise MethodConflict(f"{item!r} is not a medrl.methods.Method")
-        key = obj.name or type(obj).__name__
+    for item, cls in zip(methods, method_classes(methods)):
+        obj = item if isinstance(item, Method) else None
+        if obj is None:
+            cfg = algorithm.get(cls.section) if cls.section else None
+            obj = cls(cfg if isinstance(cfg, (dict, MethodConfig)) else None)
+        key = obj.label()
         if key in seen:
             raise MethodConflict(f"method {key!r} is listed twice")
         seen.add(key)
         out.append(obj)
-    providers = [m.name for m in out if m.advantage]
+    providers = [m.label() for m in out if m.advantage]
     if len(providers) > 1:
-        raise MethodConflict(f"methods {providers} both replace the advantages (token_advantages); one loss "
-                             "takes one advantage estimator - list at most one of them")
+        raise MethodConflict(f"methods {providers} both provide the advantage estimator; one loss takes one "
+                             "estimator - list at most one of them")
     return out
 
 
-def active_method_names(algorithm: dict, listed: Sequence[str] | None = None,
+def advantage_problem(name: str, methods: Sequence[Method]) -> str | None:
+    """Why the estimator ``name`` cannot run with ``methods`` (None: it can): a registered
+    method provides its inputs and config, and it is not among them."""
+    if any(m.advantage == name for m in methods):
+        return None
+    owners = [n for n in METHODS.names() if get_method(n).advantage == name]
+    if owners:
+        return (f"it takes its inputs from the method {owners[0]!r}, which is not among the run's methods "
+                f"{[m.label() for m in methods]}")
+    return None
+
+
+def estimate_advantages(trainer: Any, batch: MedBatch, name: str, methods: Sequence[Method]) -> Any:
+    """Hook 5: the advantages the loss receives, from the estimator ``name``
+    (:func:`medrl.advantages.get_advantage_fn`, one signature for all). One that TRL computes
+    itself (it names its ``trl_options``) keeps TRL's values (``batch.out["advantages"]``,
+    computed over every process); any other is called on this process's rows with the config
+    of the method that provides it and the inputs every method adds (:meth:`Method.advantage_inputs`).
+
+    ``trainer`` gives ``num_generations`` / ``num_generations_eval``, ``accelerator.process_index``,
+    ``reward_weights`` and ``reward_func_names``; ``batch`` its ``out``, ``local_rewards`` and
+    ``seq_advantages``."""
+    import torch
+
+    from medrl.advantages import get_advantage_fn
+
+    fn, out = get_advantage_fn(name), batch.out
+    if getattr(fn, "trl_options", None) is not None:
+        return out["advantages"]
+    g = trainer.num_generations if batch.mode == "train" else trainer.num_generations_eval
+    start = trainer.accelerator.process_index * len(batch.inputs)
+    inputs = {"weights": trainer.reward_weights, "reward_names": list(trainer.reward_func_names),
+              "advantages": batch.seq_advantages}
+    config = None
+    for m in methods:
+        inputs.update(m.advantage_inputs(trainer, batch))
+        config = m.config if m.advantage == name else config
+    index = torch.arange(start, start + len(batch.inputs)) // g
+    return fn(rewards=batch.local_rewards, mask=out["completion_mask"], index=index, config=config, **inputs)
+
+
+def section_set(algorithm: Mapping, section: str | None) -> bool:
+    """Whether the ``algorithm`` mapping switches the section on (present, not None / false)."""
+    return bool(section) and algorithm.get(section) not in (None, False)
+
+
+def active_method_names(algorithm: Mapping, listed: Sequence[str] | None = None,
                         reward_names: Sequence[str] = ()) -> list[str]:
-    """The methods a run uses: the recipe's ``methods`` list when given; else those its
-    ``algorithm`` section switches on (``advantage: mrpo`` -> mrpo, a ``capo`` section -> capo)
-    and those a reward of the run switches on (a method's ``activated_by`` rewards: ARMed's
-    adaptive reward -> armed)."""
+    """The methods a run uses: the recipe's ``methods`` list when given; else every registered
+    method the ``algorithm`` section or the rewards switch on. A method that provides an
+    estimator is on when ``algorithm.advantage`` names it (its section alone only configures
+    it: the advantage is the run's choice); any other method when its section is set or a reward
+    of the run is among its ``activated_by``. The one that provides the advantages comes first,
+    then registry order."""
     if listed:
         return list(listed)
     names = []
-    if algorithm.get("advantage") == "mrpo":
-        names.append("mrpo")
-    if algorithm.get("capo"):
-        names.append("capo")
     for name in METHODS.names():
-        if name not in names and set(get_method(name).activated_by) & set(reward_names):
+        cls = get_method(name)
+        if cls.advantage:
+            if cls.advantage == algorithm.get("advantage"):
+                names.insert(0, name)
+        elif section_set(algorithm, cls.section) or set(cls.activated_by) & set(reward_names):
             names.append(name)
     return names
 
 
-__all__ = ["HOOK_ORDER", "METHODS", "MedBatch", "Method", "MethodConfig", "MethodConflict", "active_method_names",
-           "compose", "get_advantage_fn", "get_method", "option_default"]
+__all__ = ["ENTRY_POINT_GROUP", "HOOK_ORDER", "METHODS", "MedBatch", "Method", "MethodConfig", "MethodConflict",
+           "active_method_names", "advantage_problem", "compose", "estimate_advantages", "get_method", "method_classes",
+           "option_default", "reward_option", "section_set"]

@@ -1,17 +1,19 @@
 """CAPO: perception-aware rewards from rollouts on corrupted images.
 
-Paper: CAPO (Jiang et al. 2025, arXiv 2506.12849), Sec. 3, Eq. 1-6, Tables 5-6, Sec. 4.4.
+Paper: CAPO (Jiang et al. 2025, arXiv 2506.12849), Sec. 3, Eq. 1-6, Sec. 4.3 Tables 5-8.
 
 Read top to bottom:
 
 1. **Config** (:class:`CAPOConfig`, recipe key ``algorithm.capo``; absent = off): how the image
-   is corrupted for the perception reward (kind, diffusion step t, seed).
+   is corrupted for the perception reward (kind, diffusion step t, seed) and the reward values
+   of Eq. 1-3 (r_dar, r_cdr, r_pcr, tau), which reach the rewards' options from here (R_DAR's
+   value once, for both rewards that use it).
 2. **Rewards** (registry names), summed with weight 1 each = Eq. 4:
 
-   - ``capo_accuracy``: R_DAR = 0.8 if the answer is correct, else 0 (Eq. 2);
-   - ``capo_consistency``: R_CDR = 0.1 if a judge finds the reasoning leads to the answer (Eq. 1);
-   - ``capo_perception``: R_PCR = 0.1 if R_DAR(o_i) - R_DAR(o~_i) > 0.3 (Eq. 3), o~_i the paired
-     rollout on the corrupted image.
+   - ``capo_accuracy``: R_DAR = r_dar (0.8) if the answer is correct, else 0 (Eq. 2);
+   - ``capo_consistency``: R_CDR = r_cdr (0.1) if a judge finds the reasoning leads to the answer (Eq. 1);
+   - ``capo_perception``: R_PCR = r_pcr (0.1) if R_DAR(o_i) - R_DAR(o~_i) > tau (0.3) (Eq. 3), o~_i
+     the paired rollout on the corrupted image.
 
    The formulas are in :mod:`medrl.rewards.capo` and :mod:`medrl.rewards.judged`; correctness is
    the trainer's one decision per rollout (``batch.correct`` / ``batch.corrupted_correct``).
@@ -32,7 +34,9 @@ from typing import Any, Literal
 
 from pydantic import Field, NonNegativeInt
 
-from medrl.methods.base import METHODS, MedBatch, Method, MethodConfig
+from medrl.methods.base import METHODS, MedBatch, Method, MethodConfig, reward_option
+from medrl.rewards.capo import make_capo_accuracy, make_capo_perception
+from medrl.rewards.judged import make_capo_consistency
 
 
 class CAPOConfig(MethodConfig):
@@ -41,8 +45,18 @@ class CAPOConfig(MethodConfig):
     kind: Literal["diffusion", "mask", "crop"] = Field("diffusion", description=(
         "CAPO Tables 5-6: how the image is corrupted - forward-diffusion noise (the paper's default), "
         "a random mask, or a crop"))
-    t: NonNegativeInt = Field(100, description="CAPO Sec. 4.4: forward-diffusion step of a standard DDPM schedule")
+    t: NonNegativeInt = Field(100, description=(
+        "CAPO Table 5 (Sec. 4.3): forward-diffusion step of a standard DDPM schedule"))
     seed: int = Field(0, description="seed of the corruption (with the record id and the step)")
+    r_dar: float = reward_option(make_capo_accuracy, "r_dar", ge=0.0, description=(
+        "CAPO Eq. 2: R_DAR of a correct answer (capo_accuracy; also the R_DAR values compared in Eq. 3, "
+        "capo_perception)"))
+    r_cdr: float = reward_option(make_capo_consistency, "r_cdr", ge=0.0, description=(
+        "CAPO Eq. 1: R_CDR when the judge finds the reasoning leads to the answer (capo_consistency)"))
+    r_pcr: float = reward_option(make_capo_perception, "r_pcr", ge=0.0, description=(
+        "CAPO Eq. 3: R_PCR paid when the answer on the clean image beats the corrupted one (capo_perception)"))
+    tau: float = reward_option(make_capo_perception, "tau", description=(
+        "CAPO Eq. 3: R_PCR pays when R_DAR(o) - R_DAR(o~) > tau (capo_perception; Table 8 varies it)"))
 
 
 def stable_seed(*parts: Any) -> int:
@@ -59,7 +73,9 @@ class CAPO(Method):
     paper = "CAPO (arXiv 2506.12849), Sec. 3, Eq. 1-6"
     Config = CAPOConfig
     section = "capo"
-    rewards = ("capo_accuracy", "capo_consistency", "capo_perception")
+    fills = ("corrupted_completions",)
+    rewards = {"capo_accuracy": {"r_dar": "r_dar"}, "capo_consistency": {"r_cdr": "r_cdr"},
+               "capo_perception": {"r_dar": "r_dar", "r_pcr": "r_pcr", "tau": "tau"}}
 
     def before_generation(self, trainer: Any, batch: MedBatch) -> None:
         """Roll every prompt out once more on a corrupted image (CAPO Eq. 3, o~_i)."""

@@ -4,7 +4,9 @@ Paper: StepGRPO (arXiv 2503.12937), Sec. 3.2, Eq. 1-6.
 
 Read top to bottom:
 
-1. **Config** (:class:`StepGRPOConfig`): the defaults of the two rewards' options.
+1. **Config** (:class:`StepGRPOConfig`, recipe key ``algorithm.stepgrpo``): alpha of StepRAR and
+   the step count of StepRVR, which reach the two rewards' options from here (defaults from
+   the reward factories).
 2. **Rewards** (registry names): ``steprar`` (StepRAR, Eq. 2: the answer's correctness plus
    alpha times the share of the record's key steps the reasoning matches) and ``steprvr``
    (StepRVR, Eq. 3: a reasoning that is complete and logically ordered). Formulas:
@@ -17,18 +19,19 @@ Read top to bottom:
 
 from __future__ import annotations
 
-from pydantic import Field, PositiveInt
+from pydantic import PositiveInt
 
-from medrl.methods.base import METHODS, Method, MethodConfig, option_default
+from medrl.methods.base import METHODS, Method, MethodConfig, reward_option
 from medrl.rewards.stepgrpo import make_steprar, make_steprvr
 
 
 class StepGRPOConfig(MethodConfig):
-    """StepGRPO's reward options; defaults taken from the ``steprar`` / ``steprvr`` factories."""
+    """``algorithm.stepgrpo``: StepGRPO's reward settings; defaults taken from the ``steprar`` /
+    ``steprvr`` factories."""
 
-    alpha: float = Field(option_default(make_steprar, "alpha"), ge=0.0, description=(
+    alpha: float = reward_option(make_steprar, "alpha", ge=0.0, description=(
         "StepGRPO Eq. 2: weight of the key-step match in StepRAR"))
-    min_reasoning_steps: PositiveInt = Field(option_default(make_steprvr, "min_reasoning_steps"), description=(
+    min_reasoning_steps: PositiveInt = reward_option(make_steprvr, "min_reasoning_steps", description=(
         "StepGRPO Eq. 3: steps a complete reasoning needs"))
 
 
@@ -39,7 +42,9 @@ class StepGRPO(Method):
     name = "stepgrpo"
     paper = "StepGRPO (arXiv 2503.12937), Sec. 3.2"
     Config = StepGRPOConfig
-    rewards = ("steprar", "steprvr")
+    section = "stepgrpo"
+    rewards = {"steprar": {"alpha": "alpha"}, "steprvr": {"min_reasoning_steps": "min_reasoning_steps"}}
+    activated_by = tuple(rewards)
 
 
 __all__ = ["StepGRPO", "StepGRPOConfig"]

@@ -135,7 +135,7 @@ def offline_first(announce: Any = None) -> bool:
     """
     import sys
 
-    from medrl.embeddings import hub_offline
+    from medrl.common.embeddings import hub_offline
 
     if hub_offline():
         return True
@@ -231,7 +231,7 @@ def resolve_model_path(name_or_path: str | os.PathLike) -> str:
                 + "; pass a model folder, a run folder (its final/ or last stage is used), a cached hub id, "
                 "'tiny' or 'default' (see `medrl build-model --help`)")
         return name
-    from medrl.paths import cache_dir
+    from medrl.common.paths import cache_dir
 
     target = cache_dir() / "models" / name
     if (target / "config.json").is_file():

@@ -24,7 +24,7 @@ heavy libraries (torch, bert-score, rouge-score) only when a score is computed.
 
 from __future__ import annotations
 
-from medrl.registry import Registry
+from medrl.common.registry import Registry
 
 _MODULES = [
     "medrl.rewards.format",

@@ -278,7 +278,7 @@ async def correctness_column_async(
         else:
             to_judge.append(i)
     if to_embed:
-        from medrl.embeddings import cosine_pairs
+        from medrl.common.embeddings import cosine_pairs
         from medrl.answer_guard import clean_answer
 
         sims = cosine_pairs([clean_answer(preds[i]) for i in to_embed],

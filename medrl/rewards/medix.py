@@ -100,7 +100,7 @@ def embed_rewards(preds: list[str | None], refs: list[str], threshold: float = 0
                   model: str | None = None, min_chars: int = 2, min_words: int = 1,
                   max_nonalnum_ratio: float = 0.5, questions: list[str | None] | None = None) -> list[float]:
     """R_embed for a batch: guards, gate, then 1.0 if cosine >= ``threshold`` else 0.0."""
-    from medrl.embeddings import cosine_pairs
+    from medrl.common.embeddings import cosine_pairs
 
     qs = questions if questions is not None else [None] * len(preds)
     out: list[float | None] = [answer_guard(p, r, question=q) for p, r, q in zip(preds, refs, qs)]

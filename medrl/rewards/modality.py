@@ -5,8 +5,8 @@ them ``<CT_SCAN>``); R_modality = 1 when that text equals the record's tag, case
 else 0. The text before ``<think>`` must be the tag alone: surrounding angle/square brackets and
 whitespace are ignored, anything else ("Modality: CT_SCAN") fails, as in the paper's code.
 The record's tag comes from the ``modality_tag`` column, normalised with
-:func:`medrl.modality.modality_to_tag`; when that column is empty the raw ``modality`` column is
-mapped instead, and then the keyword heuristic :func:`medrl.modality.infer_modality_tag` runs on
+:func:`medrl.common.modality.modality_to_tag`; when that column is empty the raw ``modality`` column is
+mapped instead, and then the keyword heuristic :func:`medrl.common.modality.infer_modality_tag` runs on
 the ``question`` column (loaders such as PMC-VQA already apply it with the caption and file
 names). A record still without a tag scores 0.0 for every rollout - the term then adds nothing
 to the group's advantages - and is counted (``counts`` attribute, a log line, and
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 
-from medrl.modality import MODALITY_TAGS, infer_modality_tag, modality_to_tag
+from medrl.common.modality import MODALITY_TAGS, infer_modality_tag, modality_to_tag
 from medrl.rewards import REWARDS
 from medrl.rewards.base import Reward, column, parse_all
 

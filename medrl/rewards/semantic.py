@@ -2,8 +2,8 @@
 
 Used by MRPO Eq. 2 (BiomedBERT there), ARMed Eq. 4/13 and HSS Eq. 15
 of ARMed (PubMedBERT for BERTScore, BioBERT-STS for cosine). The recipes name
-those models (:data:`medrl.embeddings.PAPER_ENCODERS`); the default here, and the offline/CPU
-substitute, is the offline all-MiniLM-L6-v2 (:func:`medrl.embeddings.resolve_model`); any local
+those models (:data:`medrl.common.embeddings.PAPER_ENCODERS`); the default here, and the offline/CPU
+substitute, is the offline all-MiniLM-L6-v2 (:func:`medrl.common.embeddings.resolve_model`); any local
 folder or hub id can be passed as ``model``.
 
 - BERTScore: ``bert_score.BERTScorer(model_type=<path>, num_layers=...)`` F1, no IDF. Layers:
@@ -12,7 +12,7 @@ folder or hub id can be passed as ``model``.
   the "reward collapse" ARMed addresses); pass ``baseline_path`` (bert-score's CSV format:
   ``LAYER,P,R,F`` rows) to rescale. Scorers are loaded lazily and cached per configuration.
   Scores are clipped at 1.0 (float rounding gives 1.0000002 for identical strings).
-- Cosine: :func:`medrl.embeddings.cosine_pairs` on L2-normalised sentence embeddings, in
+- Cosine: :func:`medrl.common.embeddings.cosine_pairs` on L2-normalised sentence embeddings, in
   [-1, 1], not clipped.
 
 An empty prediction or reference scores 0.0 without running the model.
@@ -41,7 +41,7 @@ def _num_layers_of(model_path: str) -> int | None:
 def load_bertscorer(model: str | None = None, num_layers: int | None = None,
                     baseline_path: str | None = None):
     """A cached ``bert_score.BERTScorer`` for ``model`` (default: offline MiniLM, 6 layers)."""
-    from medrl.embeddings import resolve_model
+    from medrl.common.embeddings import resolve_model
 
     path = resolve_model(model)  # first: an offline miss fails before the slow import
     from bert_score import BERTScorer
@@ -78,7 +78,7 @@ def bertscore_f1(preds: Sequence[str], refs: Sequence[str], model: str | None = 
 
 def embedding_cosine(preds: Sequence[str], refs: Sequence[str], model: str | None = None) -> list[float]:
     """Cosine similarity of sentence embeddings of ``preds[i]`` and ``refs[i]`` (0.0 if empty)."""
-    from medrl.embeddings import cosine_pairs
+    from medrl.common.embeddings import cosine_pairs
 
     idx = _nonempty(preds, refs)
     out = [0.0] * len(preds)

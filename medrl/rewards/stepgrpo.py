@@ -37,7 +37,7 @@ all on the ``<think>`` text after :func:`medrl.rewards.correctness.normalize_ans
 - ``"substring"``: whole-word occurrence of a given form only (with the negation guard);
 - ``"embedding"``: the cosine between the form and its closest reasoning step
   (:func:`medrl.parsing.split_steps`) is >= ``match_threshold`` (default 0.7), with the
-  sentence encoder of :mod:`medrl.embeddings` (optional; needs an encoder).
+  sentence encoder of :mod:`medrl.common.embeddings` (optional; needs an encoder).
 
 Correctness of the answer (ans = y): the one per-rollout decision of
 :mod:`medrl.rewards.correctness`, made once by the trainer (``algorithm.correctness``; the judge
@@ -163,7 +163,7 @@ def _fuzzy(form: str, reasoning_norm: str, threshold: float) -> bool:
 
 def _embedding_matched(forms_per_step: list[list[str]], steps: list[str], threshold: float,
                        model: str | None) -> int:
-    from medrl.embeddings import encode
+    from medrl.common.embeddings import encode
 
     flat = [f for forms in forms_per_step for f in forms]
     if not flat or not steps:

@@ -149,7 +149,7 @@ class JsonlMetricsCallback(TrainerCallback):
         for k, v in logs.items():
             if isinstance(v, (int, float)) and not (isinstance(v, float) and math.isnan(v)):
                 rec[k] = v
-        from medrl.jsonl import append_jsonl
+        from medrl.common.jsonl import append_jsonl
 
         append_jsonl(self.path, [rec], fsync=False)
 

@@ -15,7 +15,7 @@ from medrl.judges.cost import Price, judge_price
 
 
 def _factory(name: str) -> Any:
-    from medrl.registry import is_object_spec
+    from medrl.common.registry import is_object_spec
     from medrl.rewards import REWARDS
 
     return None if is_object_spec(name) else REWARDS.get(name)
@@ -77,7 +77,10 @@ def estimate_judge_cost(recipe: Any, records: Sequence | int, *, price: Price | 
     factories = {nm: _factory(nm) for nm in names}
     mode = (recipe.algorithm or {}).get("correctness", "auto")
     reads_correct = any(getattr(f, "uses_correctness", False) for f in factories.values())
-    corrupted = bool((recipe.algorithm or {}).get("capo")) and any(
+    from medrl.train.recipes import run_methods
+
+    # a method fills the corrupted rollouts (MedBatch.corrupted_completions) and a reward reads their correctness
+    corrupted = any("corrupted_completions" in m.fills for m in run_methods(recipe)) and any(
         getattr(f, "uses_corrupted_correctness", False) for f in factories.values())
     recs = recs or []
     sample = recs[:: max(1, len(recs) // 64)][:64]  # spread over the data for the prompt lengths

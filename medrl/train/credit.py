@@ -10,8 +10,9 @@ and data order log the same prompts). One JSON object per rollout:
 
 ``step``            the optimizer step the batch trains (1-based, as in ``metrics.jsonl``)
 ``rollout``/``group``  index of the rollout in this process's batch and of its prompt group
-``estimator``       ``mrpo`` (token advantages) or ``grpo`` (TRL's sequence advantage; every
-                    other recipe), with ``tau``/``shaping``/``strategy`` of MRPO
+``estimator``       ``algorithm.advantage`` (``grpo``: TRL's sequence advantage; ``mrpo``: token
+                    advantages), with the settings the providing method records
+                    (:meth:`medrl.methods.Method.credit_fields`; MRPO: ``tau``/``shaping``/``strategy``)
 ``record_id``/``question``/``reference``  the record (reference = its ``answer`` column)
 ``text``/``answer`` the decoded completion and its ``<answer>`` (None when absent)
 ``tokens``/``offsets``  each generated token's text piece ``text[s:e]`` and ``(s, e)``
@@ -19,7 +20,8 @@ and data order log the same prompts). One JSON object per rollout:
 ``steps``           reasoning steps: character span, token span ``[token_start, token_end)``
                     and ``valid`` (the judge's verdict, None when not judged)
 ``rewards``/``r_ans``  every reward function's value for the rollout (None = unscorable) and
-                    the answer reward R_ans
+                    the answer reward R_ans (a method's ``answer_reward``, else
+                    ``algorithm.log_rewards.answer``)
 ``advantage``       the sequence advantage A_i (before MRPO shaping)
 ``token_advantages`` the advantage of each generated token exactly as handed to the loss
                     (the (B, T) tensor's row for MRPO; A_i repeated for GRPO)
@@ -153,14 +155,16 @@ class CreditWriter:
         process reward's step validities. Reads the texts, ids and step spans the trainer kept
         from scoring this batch.
         """
-        from medrl.jsonl import append_jsonl
+        from medrl.common.jsonl import append_jsonl
         from medrl.parsing import completion_steps, completion_token_offsets, step_token_spans
 
         alg = trainer.medrl_algorithm
         names = list(trainer.reward_func_names)
-        mrpo = alg["mrpo"]
-        ans_name = mrpo["answer_reward"] if mrpo["answer_reward"] in names else (alg.get("log_rewards") or {}).get("answer")
+        methods = getattr(trainer, "methods", [])
+        answer = [m.answer_reward for m in methods if m.answer_reward in names]
+        ans_name = answer[0] if answer else (alg.get("log_rewards") or {}).get("answer")
         ans_idx = names.index(ans_name) if ans_name in names else None
+        owner = next((m for m in methods if m.advantage == alg["advantage"]), None)
         process = getattr(trainer, "_process_fn", None)
         steps_all = getattr(process, "last_steps", None) if process is not None else None
         adv = out["advantages"].detach()
@@ -172,11 +176,8 @@ class CreditWriter:
         in_loss = (mask[:n].sum(dim=1) > 0).cpu().tolist()
         group = getattr(trainer, "num_generations", 1) or 1
         step = int(trainer.state.global_step) + 1
-        common = {"step": step, "estimator": alg["advantage"]}
-        if alg["advantage"] == "mrpo":
-            common.update(tau=mrpo["tau"], shaping=mrpo["shaping"], strategy=mrpo["strategy"])
-        else:
-            common.update(tau=mrpo["tau"])
+        # the estimator's name and the settings its method records (credit_fields; MRPO: tau, shaping, strategy)
+        common = {"step": step, "estimator": alg["advantage"], **(owner.credit_fields() if owner else {})}
         rows = []
         for i in range(n):
             text, ids = trainer._last_texts[i], trainer._last_ids[i]

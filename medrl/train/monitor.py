@@ -818,7 +818,7 @@ class HackingMonitor:
     # ---------------------------------------------------------------- files
     def record(self, alerts: Sequence[Alert]) -> None:
         """Append the alerts to hacking.jsonl and warn (once per signal) with their examples."""
-        from medrl.jsonl import append_jsonl
+        from medrl.common.jsonl import append_jsonl
 
         if self.output_dir is not None:
             self.output_dir.mkdir(parents=True, exist_ok=True)

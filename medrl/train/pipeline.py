@@ -48,7 +48,7 @@ def reads_gold_reasoning(name: str) -> bool:
     """Whether the reward ``name``'s judge reads the record's gold reasoning (MRPO's step
     verification compares each step with it; without one the judge sees only the record's
     evidence): the registered factory's ``reads_gold_reasoning``."""
-    from medrl.registry import is_object_spec
+    from medrl.common.registry import is_object_spec
     from medrl.rewards import REWARDS
 
     return not is_object_spec(name) and name in REWARDS and bool(getattr(REWARDS.get(name), "reads_gold_reasoning",
@@ -90,14 +90,14 @@ def load_training_records(recipe: Recipe, data: str | None = None, data_dir: str
     (:func:`training_source`). The source used is ``report["data_source"]``.
 
     Recipe ``data`` keys: ``split``, ``open_only``, ``limit``, ``rationales`` (a MedThink file, or
-    a list of them - R-RAD, R-SLAKE, R-Path - joined as gold reasoning, :mod:`medrl.data.medthink`) and ``require_gold_reasoning`` (MRPO
+    a list of them - R-RAD, R-SLAKE, R-Path - joined as gold reasoning, :mod:`medrl.data.sources.medthink`) and ``require_gold_reasoning`` (MRPO
     MRPO App. C.1 trains only on records aligned with a MedThink rationale: the others are
     dropped; none left is an error). The matched/unmatched counts are logged and put in
     ``report["gold_reasoning"]``; when a step-verifying reward runs on records without gold
     reasoning, a warning says its judge sees only their evidence.
     """
     from medrl.data import DataError, load_records
-    from medrl.data.loaders import DATASETS, parse_source
+    from medrl.data.registry import DATASETS, parse_source
 
     d = recipe.data
     report = report if report is not None else {}
@@ -115,7 +115,7 @@ def load_training_records(recipe: Recipe, data: str | None = None, data_dir: str
         records += load_records(part, split=split, data_dir=data_dir, open_only=d.get("open_only", False),
                                 limit=None if (require or files or len(parts) > 1) else limit, report=report)
     if files:
-        from medrl.data.medthink import attach_rationales
+        from medrl.data.sources.medthink import attach_rationales
 
         report["medthink"] = []
         for f in files:  # a record already given a rationale keeps it; order is kept
@@ -218,8 +218,9 @@ def train_rl(
                 save_policy(trainer.accelerator.unwrap_model(trainer.model), processor, final)
                 from medrl.train.model_card import base_model_name, write_model_card
 
-                method = f"{recipe.name} (RL, TRL GRPOTrainer" + (
-                    ", MRPO step-aware token advantages)" if recipe.algorithm.get("advantage") == "mrpo" else ")")
+                used = ", ".join(m.label() for m in trainer.methods)
+                method = (f"{recipe.name} (RL, TRL GRPOTrainer; advantage estimator {recipe.algorithm['advantage']}"
+                          + (f"; methods {used})" if used else ")"))
                 write_model_card([out, final], base_model=base_model_name(model), method=method,
                                  recipe=recipe.name, paper=recipe.paper, data=f"{len(records)} records",
                                  steps=trainer.state.global_step,

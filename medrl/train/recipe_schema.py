@@ -1,34 +1,33 @@
 """The typed schema of a recipe: one pydantic model per section, checked before any model loads.
 
 Every key a recipe (or a ``--set`` override, or a profile) may hold is declared here, with its
-type and its default. What is refused, with the file, the key and the reason in one line:
+type, its default and its help (the field's ``description``: ``medrl recipes show NAME
+--explain`` prints it, and an error about the key quotes it). The ``algorithm`` section is built
+from the method registry (:func:`algorithm_section`): each method contributes its section, typed
+by its config; a method listed by import path contributes its own. What is refused, with the
+file, the key and the reason in one line:
 
 - an unknown key at any depth (``algorithm.mrpo.shapng``), with "did you mean ..." from
   :func:`difflib.get_close_matches` over the keys allowed at that place;
 - a wrong type (``grpo.beta: "0.01abc"``, ``grpo.learning_rate: [1e-6]``), NaN or infinity
   (a weight of ``.nan``), a value outside its set (``algorithm.mrpo.shaping: cubic``);
-- a reward name that is neither registered nor a custom ``module:function`` /
-  ``path.py:function`` (:func:`medrl.registry.is_object_spec`), and reward options
-  of the wrong name or type (``capo_accuracy`` ``r_dar: "high"``) - checked against the
-  factory's signature;
-- ``grpo.*`` keys that are not fields of TRL's :class:`trl.GRPOConfig`, or of the wrong basic
-  type for that field (checked against the dataclass annotations); ``sft.*`` likewise against
-  :class:`trl.SFTConfig` plus medrl's own SFT options;
-- cross-references: ``algorithm.log_rewards`` and the MRPO answer/process rewards must name
-  rewards of the recipe.
+- an ``algorithm.advantage`` no estimator is registered under;
+- reward names and options, stage options, ``grpo.*`` / ``sft.*`` keys against what takes them
+  (:mod:`medrl.train.option_checks`);
+- cross-references: ``algorithm.log_rewards`` must name rewards of the recipe, what each method
+  of the run needs (:meth:`medrl.methods.Method.recipe_problems`), and a reward option set both
+  by a method's config and under ``rewards[*].options`` (one place per setting).
 
 Other sections belong to other parts of medrl and are declared here so a recipe can set them
 (``monitor`` for :mod:`medrl.train.monitor`, ``algorithm.dynamic_sampling``, the judge's prices,
 ``data.max_pixels``); their defaults mean "the owning module's default". To add a key: add a
-field to the section's model below.
+field, with its help, to the section's model below.
 """
 
 from __future__ import annotations
 
 import difflib
 import functools
-import inspect
-import math
 import typing
 from typing import Any, Literal
 
@@ -39,14 +38,13 @@ from pydantic import (
     NonNegativeFloat,
     NonNegativeInt,
     PositiveInt,
-    TypeAdapter,
     ValidationError,
     field_validator,
     model_validator,
 )
 
-from medrl.methods.capo import CAPOConfig
-from medrl.methods.mrpo import MRPOConfig
+from medrl.common.registry import did_you_mean
+from medrl.train.option_checks import check_reward_specs, check_stage_options
 
 PROMPT_STYLES = ("think_answer", "modality_think_answer", "plain")
 OPEN_MODES = ("papers", "answer_type", "strict")
@@ -60,20 +58,31 @@ class _Section(BaseModel):
 
 
 class DataSection(_Section):
-    prompt_style: Literal["think_answer", "modality_think_answer", "plain"] = "think_answer"
-    open_only: bool | Literal["papers", "answer_type", "strict"] = False
-    split: str | None = None
-    limit: PositiveInt | None = None
-    rationales: str | list[str] | None = None
-    require_gold_reasoning: bool = False
-    refine: bool | dict[str, Any] = False
-    # image pixel cap for training/eval images (ARMed: 401,408; MediX-R1: 262,144..4,194,304)
-    max_pixels: PositiveInt | None = None
-    min_pixels: PositiveInt | None = None
-    # named sources (``name[:split]``) to train on when ``--data`` is not given: the first one
-    # present in the data folders wins (the paper's own training data, e.g. MediX-R1's
-    # medix_rl:train), else medrl's default (medrl.train.pipeline.training_source)
-    prefer: list[str] = Field(default_factory=list)
+    """``data``: which records a run trains on and how their prompts look."""
+
+    prompt_style: Literal["think_answer", "modality_think_answer", "plain"] = Field("think_answer", description=(
+        "prompt asking for <think>...</think><answer>...</answer> (think_answer), the same after a modality "
+        "tag (modality_think_answer, MediX-R1 Sec. 2.2), or the question alone (plain)"))
+    open_only: bool | Literal["papers", "answer_type", "strict"] = Field(False, description=(
+        "keep open-ended questions only: true/papers (the papers' rule), answer_type (the dataset's "
+        "answer_type field), strict (both); false keeps all (medrl.data.filters)"))
+    split: str | None = Field(None, description="dataset split to train on (train, test, ...); None: the source's default")
+    limit: PositiveInt | None = Field(None, description="train on the first N records only (the cpu profile sets it)")
+    rationales: str | list[str] | None = Field(None, description=(
+        "MedThink rationale file(s) (R-RAD, R-SLAKE, R-Path JSON; a list for a union) attached to the records "
+        "as gold reasoning"))
+    require_gold_reasoning: bool = Field(False, description=(
+        "drop records without gold reasoning (MRPO App. C.1 trains only on MedThink-aligned records)"))
+    refine: bool | dict[str, Any] = Field(False, description=(
+        "run ARMed's VQA refinement (a judge audits and rewrites question-answer pairs) as the first stage; "
+        "a mapping gives its options"))
+    max_pixels: PositiveInt | None = Field(None, description=(
+        "image pixel cap for training/eval images (ARMed 401,408; MediX-R1 up to 4,194,304); None: the "
+        "processor's default"))
+    min_pixels: PositiveInt | None = Field(None, description="smallest image pixel count for the processor (medrl never upscales)")
+    prefer: list[str] = Field(default_factory=list, description=(
+        "named sources (name[:split]) to train on when --data is not given; the first present wins, else "
+        "medrl's default (medrl.train.pipeline.training_source)"))
 
     @field_validator("prefer")
     @classmethod
@@ -89,70 +98,149 @@ class DataSection(_Section):
 
 
 class LogRewards(_Section):
-    answer: str | None = None
-    process: str | None = None
+    """``algorithm.log_rewards``: which rewards are logged as the answer and process reward."""
+
+    answer: str | None = Field(None, description="reward logged as answer_reward (and read by the monitor)")
+    process: str | None = Field(None, description="reward logged as process_reward")
 
 
-class AlgorithmSection(_Section):
-    # "grpo": TRL's sequence-level advantage; "mrpo": the MRPO method's Eq. 7 token advantages
-    advantage: Literal["grpo", "mrpo"] = "grpo"
-    # the methods' typed configs (medrl/methods/<method>.py) hold these keys and their defaults
-    mrpo: MRPOConfig = Field(default_factory=MRPOConfig)
-    capo: CAPOConfig | None = None  # CAPO Eq. 3 corrupted-image rollouts; None = off
-    unscorable: Literal["exclude", "per_reward"] = "exclude"
-    log_rewards: LogRewards = Field(default_factory=LogRewards)
-    correctness: Literal["auto", "exact", "judge", "embedding"] = "auto"
-    log_credit_every: NonNegativeInt = 10
-    log_credit_rollouts: NonNegativeInt = 4
-    # dynamic sampling (drop all-equal groups and re-sample; medrl.train.dynamic_sampling):
-    # false, true, or a mapping of that module's options
-    dynamic_sampling: bool | dict[str, Any] = False
+class AlgorithmBase(_Section):
+    """``algorithm``: what medrl adds to TRL. Every registered method adds its own section
+    (``algorithm.<method section>``, the method's typed config): :func:`algorithm_section`."""
+
+    advantage: str = Field("grpo", description=(
+        "advantage estimator (any name registered in medrl.advantages.ADVANTAGES: grpo = TRL's group "
+        "advantage, gdpo, mrpo = MRPO's Eq. 7 token advantages, or a plugin's); left out, the listed method "
+        "that provides one chooses it"))
+    unscorable: Literal["exclude", "per_reward"] = Field("exclude", description=(
+        "a rollout a reward cannot score (UNSCORABLE): exclude = no baseline, advantage 0, out of the loss; "
+        "per_reward = only that reward is left out, like None"))
+    log_rewards: LogRewards = Field(default_factory=LogRewards, description=(
+        "rewards logged as answer_reward / process_reward"))
+    correctness: Literal["auto", "exact", "judge", "embedding"] = Field("auto", description=(
+        "the one correctness decision per rollout the rewards read: auto (exact for closed questions, the "
+        "judge for open ones), exact, judge, embedding"))
+    log_credit_every: NonNegativeInt = Field(10, description=(
+        "write credit.jsonl (rollouts with their token advantages) every N optimizer steps; 0 = off"))
+    log_credit_rollouts: NonNegativeInt = Field(4, description="rollouts per logged step in credit.jsonl")
+    dynamic_sampling: bool | dict[str, Any] = Field(False, description=(
+        "DAPO dynamic sampling (drop groups whose rewards are all equal and re-sample): false, true, or a "
+        "mapping of medrl.train.dynamic_sampling's options"))
+
+    @field_validator("advantage")
+    @classmethod
+    def _registered(cls, name: str) -> str:
+        from medrl.advantages import ADVANTAGES
+
+        if name not in ADVANTAGES:
+            known = ADVANTAGES.names()
+            raise ValueError(f"unknown advantage estimator {name!r}{did_you_mean(name, known)}; registered: "
+                             f"{', '.join(known)} (a plugin registers more with @ADVANTAGES.register)")
+        return name
 
     @model_validator(mode="before")
     @classmethod
-    def _capo_true(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("capo") is True:
-            data = {**data, "capo": {}}
-        elif isinstance(data, dict) and data.get("capo") is False:
-            data = {**data, "capo": None}
+    def _switches(cls, data: Any) -> Any:
+        # a method section may be written `capo: true` (on, its defaults) or `capo: false` (off)
+        if isinstance(data, dict):
+            sections = set(cls.model_fields) - set(AlgorithmBase.model_fields)
+            data = {k: ({} if v is True else None if v is False else v) if k in sections else v
+                    for k, v in data.items()}
         return data
 
 
+def method_section_classes(listed: typing.Sequence[str] = ()) -> tuple:
+    """The method classes whose sections a recipe may hold: every registered method, and the
+    ones ``listed`` by import path (a plugin). Raises ``MethodConflict`` for a path that gives
+    no method."""
+    from medrl.common.registry import is_object_spec
+    from medrl.methods import METHODS, get_method
+
+    classes = [get_method(n) for n in METHODS.names()]
+    classes += [get_method(n) for n in listed if isinstance(n, str) and is_object_spec(n)]
+    return tuple(dict.fromkeys(classes))
+
+
+@functools.lru_cache(maxsize=None)
+def _algorithm_model(classes: tuple) -> type[AlgorithmBase]:
+    from pydantic import create_model
+
+    fields: dict[str, Any] = {}
+    owners: dict[str, str] = {}
+    for cls in classes:
+        if not cls.section:
+            continue
+        if cls.section in AlgorithmBase.model_fields or cls.section in owners:
+            other = owners.get(cls.section, "medrl's algorithm section")
+            raise ValueError(f"method {cls.label()!r}: section {cls.section!r} is taken by {other}")
+        owners[cls.section] = repr(cls.label())
+        switch = (f"the method is on when algorithm.advantage is {cls.advantage!r} or methods lists it"
+                  if cls.advantage else "setting it switches the method on (true: its defaults)")
+        fields[cls.section] = (typing.Optional[cls.Config], Field(None, description=(
+            f"{cls.paper or cls.label()}: the {cls.label()} method's config; {switch}")))
+    return create_model("AlgorithmSection", __base__=AlgorithmBase, **fields)
+
+
+def algorithm_section(listed: typing.Sequence[str] = ()) -> type[AlgorithmBase]:
+    """The ``algorithm`` section model: :class:`AlgorithmBase` plus one optional field per method
+    section (each registered method's, and those of methods ``listed`` by import path), typed by
+    the method's config class - methods contribute their recipe sections."""
+    return _algorithm_model(method_section_classes(listed))
+
+
 class JudgeSection(_Section):
-    images: bool | Literal["auto"] = False
-    image_max_side: int = Field(768, ge=16)
-    # judge cost accounting (medrl.judges.cost): USD per million input / output tokens
-    price_in_per_mtok: NonNegativeFloat | None = None
-    price_out_per_mtok: NonNegativeFloat | None = None
+    """``judge``: how the run's judge is asked and priced."""
+
+    images: bool | Literal["auto"] = Field(False, description=(
+        "send the record's image with judge requests (auto: on for openai: judges, off for the text-only "
+        "reference judge)"))
+    image_max_side: int = Field(768, ge=16, description="longest side in pixels of an image sent to the judge")
+    price_in_per_mtok: NonNegativeFloat | None = Field(None, description=(
+        "judge price in USD per million input tokens (medrl.judges.cost); None: no cost shown"))
+    price_out_per_mtok: NonNegativeFloat | None = Field(None, description=(
+        "judge price in USD per million output tokens"))
 
 
 class EncodersSection(_Section):
-    substitute: bool | Literal["auto"] = "auto"
+    """``encoders``: the papers' sentence encoders named in reward options."""
+
+    substitute: bool | Literal["auto"] = Field("auto", description=(
+        "replace a paper's encoder by the offline MiniLM: auto (when it is not in the local cache and the hub "
+        "is offline), true (always), false (never; a missing encoder is an error)"))
 
 
 class BatchSection(_Section):
     """The papers' batch, independent of the process count (see :mod:`medrl.train.batching`)."""
 
-    global_prompts: PositiveInt | None = None
-    updates_per_rollout: PositiveInt = 1
-    micro_batch: PositiveInt | None = None
+    global_prompts: PositiveInt | None = Field(None, description=(
+        "prompts per optimizer update summed over all processes (each brings grpo.num_generations completions)"))
+    updates_per_rollout: PositiveInt = Field(1, description=(
+        "optimizer updates made from one generation batch of global_prompts x updates_per_rollout prompts"))
+    micro_batch: PositiveInt | None = Field(None, description=(
+        "completions per process per forward/backward pass (memory only; never changes the update)"))
 
 
 class MonitorSection(_Section):
     """Options of the training monitor (:mod:`medrl.train.monitor`); None = its default."""
 
-    enabled: bool | None = None
-    thresholds: dict[str, float] | None = None
-    window: PositiveInt | None = None
-    probe_every: NonNegativeInt | None = None
-    probe_records: NonNegativeInt | None = None
-    stop_on_alert: bool | None = None
+    enabled: bool | None = Field(None, description="watch every step for reward hacking (default on)")
+    thresholds: dict[str, float] | None = Field(None, description=(
+        "alert thresholds by name (medrl.train.monitor.MonitorConfig: reward_rise, length_growth_max, "
+        "format_drop, ...)"))
+    window: PositiveInt | None = Field(None, description="steps in a trend window")
+    probe_every: NonNegativeInt | None = Field(None, description="held-out probe every N steps (0 = off)")
+    probe_records: NonNegativeInt | None = Field(None, description="held-out records the probe answers")
+    stop_on_alert: bool | None = Field(None, description="save a checkpoint and stop when a hacking alert fires")
 
 
 class RewardSpec(_Section):
-    name: str
-    weight: float = 1.0
-    options: dict[str, Any] = Field(default_factory=dict)
+    """One entry of ``rewards``."""
+
+    name: str = Field(description=(
+        "a registered reward (medrl.rewards.REWARDS) or your own by import path (module:function, path.py:function)"))
+    weight: float = Field(1.0, description="TRL reward weight (the total is the weighted sum)")
+    options: dict[str, Any] = Field(default_factory=dict, description=(
+        "keyword options of the reward's factory (the ones a method's config sets go in algorithm.<section>)"))
 
     @field_validator("weight", mode="before")
     @classmethod
@@ -163,29 +251,40 @@ class RewardSpec(_Section):
 
 
 class StageSpec(_Section):
-    name: str | None = None
-    kind: Literal["rl", "sft", "knowledge_injection", "key_steps", "refine"]
-    options: dict[str, Any] = Field(default_factory=dict)
+    """One entry of ``stages``."""
+
+    name: str | None = Field(None, description="stage folder name (stages/NN_<name>); default: its kind")
+    kind: Literal["rl", "sft", "knowledge_injection", "key_steps", "refine"] = Field(description=(
+        "rl (the recipe's rewards and grpo), sft (the sft section), knowledge_injection (ARMed), key_steps "
+        "(StepGRPO), refine (ARMed's VQA refinement)"))
+    options: dict[str, Any] = Field(default_factory=dict, description=(
+        "keyword options of the function that runs the stage (knowledge_injection, key_steps, refine)"))
 
 
-class RecipeModel(_Section):
-    name: str | None = None
-    description: str = ""
-    paper: str = ""
-    # methods the run composes (medrl/methods/), hooks chained in this order; empty: the ones the
-    # algorithm section switches on (advantage: mrpo -> mrpo, a capo section -> capo)
-    methods: list[str] = Field(default_factory=list)
-    data: DataSection = Field(default_factory=DataSection)
-    rewards: list[RewardSpec] = Field(default_factory=list)
-    algorithm: AlgorithmSection = Field(default_factory=AlgorithmSection)
-    grpo: dict[str, Any] = Field(default_factory=dict)
-    sft: dict[str, Any] = Field(default_factory=dict)
-    stages: list[StageSpec] = Field(default_factory=list)
-    profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    encoders: EncodersSection = Field(default_factory=EncodersSection)
-    judge: JudgeSection = Field(default_factory=JudgeSection)
-    batch: BatchSection = Field(default_factory=BatchSection)
-    monitor: MonitorSection = Field(default_factory=MonitorSection)
+class RecipeBase(_Section):
+    """A recipe file; :func:`recipe_model` adds the methods' ``algorithm`` sections."""
+
+    name: str | None = Field(None, description="recipe name (default: the file name)")
+    description: str = Field("", description="what the recipe trains, in a few sentences")
+    paper: str = Field("", description="the paper, arXiv id and sections the settings come from")
+    methods: list[str] = Field(default_factory=list, description=(
+        "methods the run composes (registered names, module:Class or path.py:Class), hooks chained in this "
+        "order; empty: the ones the algorithm section and the rewards switch on"))
+    data: DataSection = Field(default_factory=DataSection, description="which records and prompts")
+    rewards: list[RewardSpec] = Field(default_factory=list, description="reward functions: {name, weight, options}")
+    algorithm: AlgorithmBase = Field(default_factory=AlgorithmBase, description=(
+        "what medrl adds to TRL: the advantage estimator, the methods' sections, unscorable rows, logs"))
+    grpo: dict[str, Any] = Field(default_factory=dict, description="fields of TRL's GRPOConfig, passed through")
+    sft: dict[str, Any] = Field(default_factory=dict, description=(
+        "fields of TRL's SFTConfig plus lora, dtype, merge_lora (SFT stages and sft.yaml)"))
+    stages: list[StageSpec] = Field(default_factory=list, description=(
+        "multi-stage pipelines: {name, kind, options} run in order"))
+    profiles: dict[str, dict[str, Any]] = Field(default_factory=dict, description=(
+        "per-recipe overlays (--profile NAME), merged on top of profiles.yaml"))
+    encoders: EncodersSection = Field(default_factory=EncodersSection, description="the papers' sentence encoders")
+    judge: JudgeSection = Field(default_factory=JudgeSection, description="judge images and prices")
+    batch: BatchSection = Field(default_factory=BatchSection, description="the paper's batch for any process count")
+    monitor: MonitorSection = Field(default_factory=MonitorSection, description="reward-hacking monitor options")
 
     @model_validator(mode="before")
     @classmethod
@@ -196,11 +295,30 @@ class RecipeModel(_Section):
         return data
 
 
-SECTIONS = tuple(RecipeModel.model_fields)
+@functools.lru_cache(maxsize=None)
+def _recipe_model(algorithm: type[AlgorithmBase]) -> type[RecipeBase]:
+    from pydantic import create_model
+
+    base = RecipeBase.model_fields["algorithm"]
+    return create_model("RecipeModel", __base__=RecipeBase,
+                        algorithm=(algorithm, Field(default_factory=algorithm, description=base.description)))
+
+
+def recipe_model(listed: typing.Sequence[str] = ()) -> type[RecipeBase]:
+    """The recipe model for a recipe whose ``methods`` are ``listed``: :class:`RecipeBase` with
+    :func:`algorithm_section`."""
+    return _recipe_model(algorithm_section(listed))
+
+
+SECTIONS = tuple(RecipeBase.model_fields)
 
 
 # --------------------------------------------------------------------------------------------
 # Error messages
+
+
+class RecipeError(ValueError):
+    """A recipe file or override is invalid; the message names the file and the field."""
 
 
 class SchemaError(ValueError):
@@ -209,14 +327,6 @@ class SchemaError(ValueError):
     def __init__(self, problems: list[tuple[str, str]]):
         self.problems = problems
         super().__init__("; ".join(f"{k}: {m}" if k else m for k, m in problems))
-
-
-def did_you_mean(key: str, allowed: typing.Iterable[str]) -> str:
-    """``"; did you mean 'shaping'?"`` or ``""``."""
-    close = difflib.get_close_matches(str(key), [str(a) for a in allowed], n=3, cutoff=0.6)
-    if not close:
-        return ""
-    return "; did you mean " + " or ".join(repr(c) for c in close) + "?"
 
 
 def dotted(loc: tuple) -> str:
@@ -230,9 +340,8 @@ def dotted(loc: tuple) -> str:
     return out
 
 
-def _model_at(loc: tuple) -> type[BaseModel] | None:
-    """The section model that holds the key at ``loc`` (for the allowed-keys list)."""
-    model: Any = RecipeModel
+def _model_at(loc: tuple, model: Any) -> type[BaseModel] | None:
+    """The section model (under the recipe model ``model``) that holds the key at ``loc``."""
     for part in loc:
         if isinstance(part, int):
             continue
@@ -256,32 +365,50 @@ def _unwrap_model(annotation: Any) -> Any:
     return annotation
 
 
-def _describe(err: dict) -> tuple[str, str]:
+def field_help(loc: tuple, model: Any = RecipeBase) -> str | None:
+    """The help text (``description``) of the field at ``loc`` (``("algorithm", "mrpo", "tau")``)."""
+    parent = _model_at(loc[:-1], model)
+    field = parent.model_fields.get(loc[-1]) if parent is not None and loc else None
+    return field.description if field is not None else None
+
+
+def _describe(err: dict, model: Any) -> tuple[str, str]:
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith(("function-", "is-instance"))))
     # pydantic adds the union member tried ("bool", "literal['auto']") to the location: drop it
     loc = tuple(p for p in loc if not (isinstance(p, str) and ("[" in p or p in ("bool", "str", "int", "float",
                                                                                   "dict[str,any]", "list[str]"))))
     key = dotted(loc)
     if err["type"] == "extra_forbidden":
-        parent = _model_at(loc[:-1])
+        parent = _model_at(loc[:-1], model)
         allowed = list(parent.model_fields) if parent else []
+        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.6)
         hint = did_you_mean(loc[-1], allowed) or (f"; allowed: {', '.join(allowed)}" if allowed else "")
-        return key, f"unknown key {loc[-1]!r}{hint}"
+        about = field_help((*loc[:-1], close[0]), model) if close else None
+        return key, f"unknown key {loc[-1]!r}{hint}" + (f" ({close[0]}: {about})" if about else "")
     value = err.get("input")
     msg = err["msg"]
     if err["type"] == "finite_number":
         msg = "must be a finite number (NaN and infinity are refused)"
-    return key, f"{msg}, got {value!r}"
+    about = field_help(loc, model) if loc and isinstance(loc[-1], str) else None
+    return key, f"{msg}, got {value!r}" + (f" [{loc[-1]}: {about}]" if about else "")
 
 
-def validate_tree(raw: dict) -> RecipeModel:
-    """Validate a merged recipe mapping; raises :class:`SchemaError` listing every problem."""
+def validate_tree(raw: dict) -> RecipeBase:
+    """Validate a merged recipe mapping against :func:`recipe_model` (the methods it lists by
+    import path contribute their sections); raises :class:`SchemaError` listing every problem."""
+    from medrl.methods import MethodConflict
+
+    listed = raw.get("methods") if isinstance(raw, dict) else None
     try:
-        model = RecipeModel.model_validate(raw)
+        model_cls = recipe_model([n for n in listed or () if isinstance(n, str)] if isinstance(listed, list) else ())
+    except (MethodConflict, ValueError) as exc:
+        raise SchemaError([("methods", str(exc))]) from None
+    try:
+        model = model_cls.model_validate(raw)
     except ValidationError as exc:
         problems, seen = [], set()
         for err in exc.errors():
-            p = _describe(err)
+            p = _describe(err, model_cls)
             if p not in seen:
                 seen.add(p)
                 problems.append(p)
@@ -310,7 +437,7 @@ def _prefer_specific(problems: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return out
 
 
-def _cross_checks(m: RecipeModel) -> list[tuple[str, str]]:
+def _cross_checks(m: RecipeBase) -> list[tuple[str, str]]:
     problems = []
     names = [r.name for r in m.rewards]
     for key in ("answer", "process"):
@@ -318,25 +445,19 @@ def _cross_checks(m: RecipeModel) -> list[tuple[str, str]]:
         if v is not None and v not in names:
             problems.append((f"algorithm.log_rewards.{key}",
                              f"{v!r} is not among the recipe's rewards {names}{did_you_mean(v, names)}"))
-    if m.algorithm.advantage == "mrpo":
-        for key in ("answer_reward", "process_reward"):
-            v = getattr(m.algorithm.mrpo, key)
-            if v not in names:
-                problems.append((f"algorithm.mrpo.{key}",
-                                 f"{v!r} is not among the recipe's rewards {names}{did_you_mean(v, names)}"))
     if not m.rewards and not m.sft:
         problems.append(("", "a recipe needs 'rewards' (RL) or an 'sft' section"))
     return problems
 
 
-def check_methods(m: RecipeModel) -> list[tuple[str, str]]:
-    """``methods``: registered names (with "did you mean"), no combination that cannot work
-    (:func:`medrl.methods.compose`), and an ``algorithm.advantage`` that agrees with them."""
-    from medrl.methods import METHODS, MethodConflict, compose
-
-    if not m.methods:
-        return []
-    from medrl.registry import is_object_spec
+def check_methods(m: RecipeBase) -> list[tuple[str, str]]:
+    """The run's methods (:func:`medrl.methods.compose`): known names (with "did you mean"), no
+    combination that cannot work, an ``algorithm.advantage`` that agrees with them, what each
+    method needs of the recipe (:meth:`~medrl.methods.Method.recipe_problems`), and every
+    setting in one place: a reward option a method's config sets is refused under
+    ``rewards[*].options``."""
+    from medrl.common.registry import is_object_spec
+    from medrl.methods import METHODS, MethodConflict, active_method_names, compose
 
     known = METHODS.names()
     problems = [(f"methods[{i}]", f"unknown method {n!r}{did_you_mean(n, known)}; known: {', '.join(known)} "
@@ -344,19 +465,47 @@ def check_methods(m: RecipeModel) -> list[tuple[str, str]]:
                 for i, n in enumerate(m.methods) if n not in known and not is_object_spec(n)]
     if problems:
         return problems
+    algorithm = m.algorithm.model_dump()
+    names = [r.name for r in m.rewards]
     try:
-        methods = compose(m.methods, m.algorithm.model_dump())
+        methods = compose(m.methods or active_method_names(algorithm, reward_names=names), algorithm)
     except MethodConflict as exc:
         return [("methods", str(exc))]
-    providers = [x.advantage for x in methods if x.advantage]
-    if providers and "advantage" in m.algorithm.model_fields_set and m.algorithm.advantage not in providers:
-        problems.append(("algorithm.advantage", f"{m.algorithm.advantage!r}, but the listed method "
-                         f"{providers[0]!r} provides the advantages: set algorithm.advantage={providers[0]} "
-                         "or leave it out"))
+    problems += _advantage_problems(m, methods)
+    for method in methods:
+        problems += method.recipe_problems(names)
+        for i, spec in enumerate(m.rewards):
+            for option in sorted(set(method.reward_options(spec.name)) & set(spec.options)):
+                cfg = method.bound_options(spec.name)[option]
+                problems.append((f"rewards[{i}].options.{option}", f"set by the {method.label()} method's config: "
+                                 f"write it as algorithm.{method.section}.{cfg} (one place per setting)"))
     return problems
 
 
-def check_ranges(m: RecipeModel) -> list[tuple[str, str]]:
+def _advantage_problems(m: RecipeBase, methods: list) -> list[tuple[str, str]]:
+    """``algorithm.advantage`` against the run's methods and the ``grpo`` section: a listed
+    provider wins; an estimator a registered method provides needs that method; an estimator
+    TRL computes needs its TRL setting (``trl_options``)."""
+    from medrl.advantages import get_advantage_fn
+    from medrl.methods.base import advantage_problem
+
+    problems = []
+    want, explicit = m.algorithm.advantage, "advantage" in m.algorithm.model_fields_set
+    providers = [x.advantage for x in methods if x.advantage]
+    if providers and explicit and want not in providers:
+        problems.append(("algorithm.advantage", f"{want!r}, but the method providing {providers[0]!r} is on: "
+                         f"set algorithm.advantage={providers[0]} or leave it out"))
+    why = advantage_problem(want, methods)
+    if why:
+        problems.append(("algorithm.advantage", f"{want!r}: {why}"))
+    for key, value in (getattr(get_advantage_fn(want), "trl_options", None) or {}).items():
+        if key in (m.grpo or {}) and m.grpo[key] != value:
+            problems.append((f"grpo.{key}", f"{m.grpo[key]!r}, but algorithm.advantage={want} is TRL's {key}="
+                             f"{value!r}"))
+    return problems
+
+
+def check_ranges(m: RecipeBase) -> list[tuple[str, str]]:
     """Values outside their range, refused before any model loads: ``grpo.temperature`` and
     ``learning_rate`` > 0, ``grpo.num_generations`` >= 2 (a group needs two rollouts for a
     baseline), batch sizes > 0, and reward weights with at least one non-zero."""
@@ -377,194 +526,3 @@ def check_ranges(m: RecipeModel) -> list[tuple[str, str]]:
     if m.rewards and all(r.weight == 0 for r in m.rewards):
         problems.append(("rewards", "every reward weight is 0: at least one must be non-zero"))
     return problems
-
-
-# --------------------------------------------------------------------------------------------
-# Reward names and options
-
-
-def check_reward_specs(rewards: list[RewardSpec]) -> list[tuple[str, str]]:
-    """Names are registered rewards or custom ``module:function`` specs; options match the
-    registered factory's keyword arguments (names and types)."""
-    from medrl.registry import is_object_spec
-    from medrl.rewards import REWARDS
-
-    problems = []
-    known = REWARDS.names()
-    for i, spec in enumerate(rewards):
-        where = f"rewards[{i}]"
-        if is_object_spec(spec.name):
-            continue
-        if spec.name not in known:
-            problems.append((f"{where}.name", f"unknown reward {spec.name!r}{did_you_mean(spec.name, known)} "
-                             "(a registered name, or a custom 'module:function' / 'path.py:function')"))
-            continue
-        problems += check_call_options(REWARDS.get(spec.name), spec.options, f"{where}.options",
-                                       skip=("judge",))
-    return problems
-
-
-def check_call_options(fn: Any, options: dict, where: str, skip: tuple = ()) -> list[tuple[str, str]]:
-    """Check ``options`` against ``fn``'s keyword parameters: unknown names (unless it takes
-    ``**kwargs``) and values that do not fit the annotated type."""
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return []
-    params = {n: p for n, p in sig.parameters.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
-    takes_any = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
-    try:
-        hints = typing.get_type_hints(fn)
-    except Exception:  # unresolvable annotations: names only
-        hints = {}
-    problems = []
-    for key, value in (options or {}).items():
-        if key in skip:
-            continue
-        if key not in params:
-            if not takes_any:
-                problems.append((f"{where}.{key}", f"unknown option {key!r}{did_you_mean(key, params)}; "
-                                 f"allowed: {', '.join(k for k in params if k not in skip)}"))
-            continue
-        msg = type_problem(hints.get(key), value)
-        if msg:
-            problems.append((f"{where}.{key}", msg))
-    return problems
-
-
-#: Stage kind -> (module, function) whose keyword arguments a stage's ``options`` are, and the
-#: arguments the pipeline passes itself. ``rl`` and ``sft`` stages take their settings from the
-#: recipe's ``grpo`` / ``sft`` sections, so they take no options.
-STAGE_OPTIONS = {
-    "knowledge_injection": ("medrl.train.pipeline", "knowledge_injection", ("model", "records", "output_dir",
-                                                                            "judge")),
-    "refine": ("medrl.data.curation.refine", "refine_vqa", ("records", "judge", "audit_log")),
-    "key_steps": ("medrl.data.curation.key_steps", "extract_key_steps", ("records", "judge", "results_path")),
-}
-
-
-def check_stage_options(stages: list[StageSpec]) -> list[tuple[str, str]]:
-    """Each stage's ``options`` against the keyword arguments of the function that runs it."""
-    import importlib
-
-    problems = []
-    for i, st in enumerate(stages):
-        where = f"stages[{i}].options"
-        if st.kind not in STAGE_OPTIONS:
-            for key in st.options:
-                problems.append((f"{where}.{key}", f"a {st.kind!r} stage takes no options (its settings are the "
-                                 f"recipe's {'grpo' if st.kind == 'rl' else 'sft'} section)"))
-            continue
-        module, name, fixed = STAGE_OPTIONS[st.kind]
-        fn = getattr(importlib.import_module(module), name)
-        for key in st.options:
-            if key in fixed:
-                problems.append((f"{where}.{key}", "set by the pipeline itself, not an option"))
-        problems += check_call_options(fn, {k: v for k, v in st.options.items() if k not in fixed}, where,
-                                       skip=fixed)
-    return problems
-
-
-@functools.lru_cache(maxsize=None)
-def _adapter(hint: Any) -> TypeAdapter | None:
-    try:
-        return TypeAdapter(hint, config=ConfigDict(allow_inf_nan=False))
-    except Exception:
-        try:
-            return TypeAdapter(hint)
-        except Exception:  # a type pydantic cannot check: accept anything
-            return None
-
-
-def type_problem(hint: Any, value: Any) -> str | None:
-    """A one-line reason ``value`` does not fit ``hint`` (None when it fits or cannot be checked)."""
-    if hint is None or hint is Any:
-        return None
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"must be a finite number (NaN and infinity are refused), got {value!r}"
-    try:
-        adapter = _adapter(hint)
-    except TypeError:  # unhashable hint
-        adapter = None
-    if adapter is None:
-        return None
-    try:
-        adapter.validate_python(value)
-    except ValidationError as exc:
-        return f"expected {_type_name(hint)}, got {value!r} ({exc.errors()[0]['msg']})"
-    except Exception:  # noqa: BLE001 - validators of exotic types: do not block on them
-        return None
-    return None
-
-
-def _type_name(hint: Any) -> str:
-    name = getattr(hint, "__name__", None)
-    if name and not typing.get_args(hint):
-        return name
-    return str(hint).replace("typing.", "")
-
-
-def coerce(hint: Any, value: Any) -> Any:
-    """``value`` converted to ``hint`` when that gives a plain number or bool (``"1e-6"`` ->
-    ``1e-06`` for a float field); anything else is returned unchanged."""
-    if isinstance(value, str):
-        adapter = _adapter(hint) if hint is not None else None
-        if adapter is not None:
-            try:
-                out = adapter.validate_python(value)
-            except Exception:  # noqa: BLE001
-                return value
-            if isinstance(out, (bool, int, float)) and not isinstance(out, str):
-                return out
-    return value
-
-
-# --------------------------------------------------------------------------------------------
-# TRL config sections
-
-
-@functools.lru_cache(maxsize=None)
-def trl_fields(config: str) -> dict[str, Any]:
-    """``{field name: annotation}`` of ``trl.GRPOConfig`` / ``trl.SFTConfig``."""
-    import dataclasses
-
-    import trl
-
-    cls = getattr(trl, config)
-    try:
-        hints = typing.get_type_hints(cls)
-    except Exception:  # noqa: BLE001
-        hints = {}
-    return {f.name: hints.get(f.name, f.type) for f in dataclasses.fields(cls)}
-
-
-def check_trl_section(section: dict, config: str, where: str, extra: dict[str, Any] | None = None,
-                      forbidden: dict[str, str] | None = None) -> tuple[dict, list[tuple[str, str]]]:
-    """Check a ``grpo`` / ``sft`` mapping against the fields of ``trl.<config>`` (plus ``extra``
-    names -> types of medrl's own options). Returns the section with plain numbers coerced and
-    the problems found."""
-    fields = {**trl_fields(config), **(extra or {})}
-    out, problems = {}, []
-    for key, value in (section or {}).items():
-        if forbidden and key in forbidden:
-            problems.append((f"{where}.{key}", forbidden[key]))
-            continue
-        if key not in fields:
-            problems.append((f"{where}.{key}", f"not a field of trl.{config}{did_you_mean(key, fields)}"))
-            continue
-        hint = fields[key]
-        if value is False and _takes_str_not_bool(hint):
-            value = "no"  # YAML 1.1 reads `no` as False: `save_strategy: no` means the string
-        msg = type_problem(hint, value)
-        if msg:
-            problems.append((f"{where}.{key}", msg))
-            continue
-        out[key] = coerce(hint, value)
-    return out, problems
-
-
-def _takes_str_not_bool(hint: Any) -> bool:
-    """A field typed ``str`` (or a union with ``str``, such as transformers' strategy enums)
-    that takes no bool."""
-    args = set(typing.get_args(hint)) or {hint}
-    return str in args and bool not in args

@@ -15,13 +15,16 @@ A recipe file (``medrl/recipes/<name>.yaml``) has these sections, each optional 
     or your own reward function by import path (``mypkg.rewards:fn`` / ``path.py:fn``, TRL's
     reward signature, sync or async; :func:`custom_reward`).
 ``methods``
-    the methods the run composes (``[mrpo, capo, armed]``; :mod:`medrl.methods`), their hooks
-    chained in this order; left out, the ones ``algorithm`` switches on. Each method's typed
-    config (``medrl/methods/<method>.py``) holds its keys and defaults.
+    the methods the run composes (``[mrpo, capo, armed]``; :mod:`medrl.methods`; a method of your
+    own by import path ``my_pkg.mod:Class`` / ``path.py:Class`` or by its ``medrl.methods``
+    entry-point name), their hooks chained in this order; left out, the ones ``algorithm`` and
+    the rewards switch on.
 ``algorithm``
-    what medrl adds to TRL: ``advantage`` (``grpo`` = TRL's sequence advantage, ``mrpo`` =
-    step-aware token advantages), the ``mrpo`` shaping options, the ``capo`` corrupted-image
-    rollouts, ``unscorable`` (how an UNSCORABLE reward value is treated), ``log_rewards`` and
+    what medrl adds to TRL: ``advantage`` (any registered estimator, :mod:`medrl.advantages`),
+    one section per method (``algorithm.<method>``: its typed config, the one place its settings
+    live, including the reward options it sets; setting a section switches its method on, but
+    ``algorithm.advantage`` switches on a method that provides the estimator),
+    ``unscorable`` (how an UNSCORABLE reward value is treated), ``log_rewards`` and
     ``log_credit_every`` / ``log_credit_rollouts`` (``credit.jsonl``, :mod:`medrl.train.credit`).
 ``grpo``
     fields of TRL's :class:`trl.GRPOConfig`, passed through unchanged (loss_type, beta,
@@ -42,7 +45,7 @@ A recipe file (``medrl/recipes/<name>.yaml``) has these sections, each optional 
     per-recipe overlays merged on top of the shared ones in ``profiles.yaml``.
 ``encoders``
     ``substitute``: ``auto`` (default) | ``true`` | ``false`` - when the offline MiniLM replaces
-    the papers' encoders named in reward options (:func:`medrl.embeddings.substitute_encoders`);
+    the papers' encoders named in reward options (:func:`medrl.common.embeddings.substitute_encoders`);
     the resolved section adds ``used`` and ``substitutions`` (written to ``config.yaml``).
 
 Resolution order: recipe file < shared profile < the recipe's own profile < ``--set`` overrides
@@ -62,19 +65,17 @@ from typing import Any, Iterable
 
 import yaml
 
-from medrl.papers import resolve_citation
-from medrl.train.recipe_schema import SECTIONS, STAGE_KINDS, AlgorithmSection, JudgeSection, SchemaError, did_you_mean
+from medrl.common.papers import resolve_citation
+from medrl.train.custom_reward import custom_reward
+from medrl.train.recipe_schema import (SECTIONS, STAGE_KINDS, AlgorithmBase, JudgeSection, RecipeError, SchemaError,
+                                      did_you_mean)
 
 RECIPE_DIR = Path(__file__).resolve().parents[1] / "recipes"
 PROFILES_FILE = RECIPE_DIR / "profiles.yaml"
 _NOT_RECIPES = {"profiles"}
 
-__all__ = ["SECTIONS", "STAGE_KINDS", "Recipe", "RecipeError", "load_recipe", "resolve_algorithm", "describe_methods", "build_grpo_config",
+__all__ = ["SECTIONS", "STAGE_KINDS", "Recipe", "RecipeError", "load_recipe", "resolve_algorithm", "run_methods", "reward_options", "build_grpo_config",
            "build_reward_funcs", "recipe_uses_judge", "list_recipes", "parse_override"]
-
-
-class RecipeError(ValueError):
-    """A recipe file or override is invalid; the message names the file and the field."""
 
 
 @dataclass
@@ -197,32 +198,13 @@ def load_recipe(
     per-process fields for ``num_processes`` (default: ``WORLD_SIZE``, else 1;
     :mod:`medrl.train.batching`).
     """
-    from medrl.train.batching import BatchError, derive_batch, process_count
-
     path = recipe_path(name_or_path)
     raw = _read_yaml(path)
     unknown = sorted(set(raw) - set(SECTIONS))
     if unknown:
         hints = "".join(f" ({k!r}{did_you_mean(k, SECTIONS)})" for k in unknown)
         raise RecipeError(f"{path}: unknown section(s) {unknown}{hints}; allowed: {', '.join(SECTIONS)}")
-    own_profiles = raw.pop("profiles", None) or {}
-    if not isinstance(own_profiles, dict):
-        raise RecipeError(f"{path}: profiles must be a mapping of profile name -> overlay")
-    shared = {}
-    if profile is not None:
-        shared = _read_yaml(PROFILES_FILE) if PROFILES_FILE.is_file() else {}
-        if profile not in shared and profile not in own_profiles:
-            known = sorted(set(shared) | set(own_profiles))
-            raise RecipeError(f"{path}: unknown profile {profile!r}{did_you_mean(profile, known)}; "
-                              f"known: {', '.join(known)}")
-    for name, overlay in own_profiles.items():  # a typo in a profile is found without using it
-        if name != profile:
-            other = _validate(path, deep_merge(raw, overlay or {}), {}, f"profile {name!r}")
-            if check_trl:
-                _check_trl(path, other, {}, f" (with profile {name!r})")
-    if profile is not None:
-        raw = deep_merge(raw, shared.get(profile) or {})
-        raw = deep_merge(raw, own_profiles.get(profile) or {})
+    raw = _with_profile(path, raw, profile, check_trl)
     overrides = list(overrides or [])
     origin: dict[tuple, str] = {}
     for text in overrides:
@@ -238,24 +220,11 @@ def load_recipe(
     grpo, sft = (_check_trl(path, model, origin, f" (with profile {profile!r})" if profile else "")
                  if check_trl else (dict(model.grpo), dict(model.sft)))
 
-    batch = model.batch.model_dump()
-    if batch["global_prompts"]:
-        explicit = [k for k in ("per_device_train_batch_size", "gradient_accumulation_steps",
-                                "steps_per_generation", "generation_batch_size") if k in grpo]
-        procs = int(num_processes or process_count())
-        batch.update(num_processes=procs, applied=not explicit, explicit=explicit)
-        if not explicit and model.rewards:
-            try:
-                derived = derive_batch(batch, grpo.get("num_generations", 8), procs)
-            except BatchError as exc:
-                raise RecipeError(f"{path}: batch: {exc}") from None
-            grpo.update(derived)
-            batch["derived"] = derived
-
+    batch = _batch_fields(path, model, grpo, num_processes)
     data = model.data.model_dump(exclude_unset=True)
     rewards = [r.model_dump() for r in model.rewards]
     rewards, encoders = _resolve_encoders(path, rewards, model.encoders.model_dump())
-    algorithm = resolve_algorithm(model.algorithm, model.methods)
+    algorithm = resolve_algorithm(model.algorithm, model.methods, [r.name for r in model.rewards])
     recipe = Recipe(
         name=str(model.name or path.stem),
         source=str(path),
@@ -278,50 +247,94 @@ def load_recipe(
     return recipe
 
 
-def resolve_algorithm(algorithm: "AlgorithmSection | dict | None", methods: Iterable[str] = ()) -> dict:
-    """The ``algorithm`` section with every default filled in from the typed configs
-    (:class:`medrl.train.recipe_schema.AlgorithmSection` and the methods' configs); a listed
-    method that provides the advantages (MRPO) selects its estimator when ``advantage`` is not
-    given. Raises pydantic's ValidationError on a bad key or value."""
-    if not isinstance(algorithm, AlgorithmSection):
-        algorithm = AlgorithmSection.model_validate(algorithm or {})
+def _with_profile(path: Path, raw: dict, profile: str | None, check_trl: bool) -> dict:
+    """``raw`` with the shared profile ``profile`` and the recipe's own one merged on top; every
+    profile of the recipe is validated, used or not (a typo in one is found at once)."""
+    own_profiles = raw.pop("profiles", None) or {}
+    if not isinstance(own_profiles, dict):
+        raise RecipeError(f"{path}: profiles must be a mapping of profile name -> overlay")
+    shared = {}
+    if profile is not None:
+        shared = _read_yaml(PROFILES_FILE) if PROFILES_FILE.is_file() else {}
+        if profile not in shared and profile not in own_profiles:
+            known = sorted(set(shared) | set(own_profiles))
+            raise RecipeError(f"{path}: unknown profile {profile!r}{did_you_mean(profile, known)}; "
+                              f"known: {', '.join(known)}")
+    for name, overlay in own_profiles.items():
+        if name != profile:
+            other = _validate(path, deep_merge(raw, overlay or {}), {}, f"profile {name!r}")
+            if check_trl:
+                _check_trl(path, other, {}, f" (with profile {name!r})")
+    if profile is None:
+        return raw
+    return deep_merge(deep_merge(raw, shared.get(profile) or {}), own_profiles.get(profile) or {})
+
+
+def _batch_fields(path: Path, model: Any, grpo: dict, num_processes: int | None) -> dict:
+    """The ``batch`` section resolved for ``num_processes``; TRL's per-process fields it derives
+    are written into ``grpo`` (:mod:`medrl.train.batching`) unless ``grpo`` sets them itself."""
+    from medrl.train.batching import BatchError, derive_batch, process_count
+
+    batch = model.batch.model_dump()
+    if batch["global_prompts"]:
+        explicit = [k for k in ("per_device_train_batch_size", "gradient_accumulation_steps",
+                                "steps_per_generation", "generation_batch_size") if k in grpo]
+        procs = int(num_processes or process_count())
+        batch.update(num_processes=procs, applied=not explicit, explicit=explicit)
+        if not explicit and model.rewards:
+            try:
+                derived = derive_batch(batch, grpo.get("num_generations", 8), procs)
+            except BatchError as exc:
+                raise RecipeError(f"{path}: batch: {exc}") from None
+            grpo.update(derived)
+            batch["derived"] = derived
+    return batch
+
+
+def resolve_algorithm(algorithm: "AlgorithmBase | dict | None", methods: Iterable[str] = (),
+                      reward_names: Iterable[str] = ()) -> dict:
+    """The ``algorithm`` section with every default filled in from the typed configs: the run's
+    methods (``methods``, else those the section and ``reward_names`` switch on,
+    :func:`medrl.methods.active_method_names`) get their full config under their section, the
+    others ``None``; a method that provides an estimator chooses ``advantage`` when the section
+    does not. Raises pydantic's ValidationError on a bad key or value."""
+    from medrl.methods import active_method_names, compose
+    from medrl.train.recipe_schema import algorithm_section
+
+    listed = [m for m in methods or () if isinstance(m, str)]
+    if not isinstance(algorithm, AlgorithmBase):
+        algorithm = algorithm_section(listed).model_validate(algorithm or {})
     out = algorithm.model_dump()
-    if methods and "advantage" not in algorithm.model_fields_set:
-        from medrl.methods import compose
-
-        provided = [m.advantage for m in compose(list(methods), out) if m.advantage]
-        if provided:
-            out["advantage"] = provided[0]
-    if "capo" in (methods or ()) and out.get("capo") is None:
-        from medrl.methods.capo import CAPOConfig
-
-        out["capo"] = CAPOConfig().model_dump()
+    active = compose(listed or active_method_names(out, reward_names=list(reward_names)), out)
+    for m in active:
+        if m.section:
+            out[m.section] = m.config.model_dump()
+    provided = [m.advantage for m in active if m.advantage]
+    if provided and "advantage" not in algorithm.model_fields_set:
+        out["advantage"] = provided[0]
     return out
 
 
-def describe_methods(recipe: Recipe) -> list[str]:
-    """Lines for ``medrl train --dry-run``: the run's methods in hook order, each with its
-    resolved typed config (:mod:`medrl.methods`)."""
+def run_methods(recipe: "Recipe") -> list:
+    """The :class:`medrl.methods.Method` objects of a recipe's run, in hook order, configured."""
     from medrl.methods import active_method_names, compose
 
     names = recipe.methods or active_method_names(recipe.algorithm, reward_names=[r["name"] for r in recipe.rewards])
-    methods = compose(names, recipe.algorithm)
-    if not methods:
-        return [f"methods of recipe {recipe.name}: none (TRL's GRPO with the recipe's rewards)"]
-    lines = [f"methods of recipe {recipe.name} (hooks run in this order; advantage: {recipe.algorithm['advantage']}):"]
-    names_in_recipe = [r["name"] for r in recipe.rewards]
-    for m in methods:
-        if m.section:  # its config is a section of `algorithm`
-            detail = f"algorithm.{m.section}: " + ", ".join(f"{k}={v}" for k, v in m.config.model_dump().items())
-        else:  # its settings are its rewards' options
-            detail = "rewards: " + (", ".join(n for n in names_in_recipe if n in m.rewards) or "none in this recipe")
-        lines.append(f"  {m.name or type(m).__name__} ({m.paper}) - {detail}")
-    return lines
+    return compose(names, recipe.algorithm)
+
+
+def reward_options(recipe: Recipe) -> list[dict]:
+    """The options each of the recipe's rewards is built with, in recipe order: those the run's
+    methods' configs set (:meth:`medrl.methods.Method.reward_options`, e.g.
+    ``algorithm.capo.r_dar``), then the reward's own ``options`` (the schema refuses a key in both)."""
+    methods = run_methods(recipe)
+    return [{**{k: v for m in methods for k, v in m.reward_options(spec["name"]).items()}, **(spec.get("options") or {})}
+            for spec in recipe.rewards]
 
 
 def _check_trl(path: Path, model, origin: dict, context: str) -> tuple[dict, dict]:
     """``grpo`` / ``sft`` checked against TRL's config fields; returns them (numbers coerced)."""
-    from medrl.train.recipe_schema import check_trl_section
+    from medrl.train.option_checks import check_trl_section
 
     grpo, problems = check_trl_section(model.grpo, "GRPOConfig", "grpo", forbidden={
         "reward_weights": "set reward weights in the 'rewards' list, not grpo.reward_weights",
@@ -374,11 +387,11 @@ def _format(path: Path, problems: list[tuple[str, str]], origin: dict[tuple, str
 
 def _resolve_encoders(path: Path, rewards: list, section: Any) -> tuple[list, dict]:
     """The ``encoders`` section: ``substitute`` (auto | true | false, see
-    :func:`medrl.embeddings.substitute_encoders`) applied to the rewards' encoder options;
+    :func:`medrl.common.embeddings.substitute_encoders`) applied to the rewards' encoder options;
     the resolved section lists the encoders used and every offline substitution (logged)."""
     import logging
 
-    from medrl.embeddings import recipe_encoders, substitute_encoders
+    from medrl.common.embeddings import recipe_encoders, substitute_encoders
 
     section = dict(section or {})
     mode = section.get("substitute", "auto")
@@ -442,6 +455,12 @@ def build_grpo_config(recipe: Recipe, output_dir: str | Path, **extra: Any):
     # TRL >= 1.x multiplies it by the importance ratio unless told otherwise. A recipe that wants
     # TRL's bias-corrected form says use_bias_correction_kl: true.
     kwargs.setdefault("use_bias_correction_kl", False)
+    # an estimator TRL computes itself (grpo, gdpo) brings its TRL setting (the schema refused a contradiction)
+    from medrl.advantages import get_advantage_fn
+
+    for key, value in (getattr(get_advantage_fn(recipe.algorithm.get("advantage", "grpo")), "trl_options", None)
+                       or {}).items():
+        kwargs.setdefault(key, value)
     kwargs["output_dir"] = str(output_dir)
     try:
         return GRPOConfig(**kwargs)
@@ -452,27 +471,28 @@ def build_grpo_config(recipe: Recipe, output_dir: str | Path, **extra: Any):
 def build_reward_funcs(recipe: Recipe, judge: Any = None) -> tuple[list, list[float]]:
     """Instantiate the recipe's rewards from :data:`medrl.rewards.REWARDS`.
 
-    A factory that takes a ``judge`` argument gets ``judge``; one that needs it when none was
-    given raises a clear error. Returns ``(reward_funcs, weights)`` in recipe order.
+    Options come from the run's methods' configs (:meth:`medrl.methods.Method.reward_options`,
+    e.g. ``algorithm.armed.lambda1``) and the reward's own ``options``. A factory that takes a
+    ``judge`` argument gets ``judge``; one that needs it when none was given raises a clear
+    error. Returns ``(reward_funcs, weights)`` in recipe order.
     """
     import inspect
 
     from medrl.rewards import REWARDS
 
-    from medrl.registry import is_object_spec
+    from medrl.common.registry import is_object_spec
 
     funcs, weights = [], []
-    for i, spec in enumerate(recipe.rewards):
+    for i, (spec, options) in enumerate(zip(recipe.rewards, reward_options(recipe))):
         name = spec["name"]
         if is_object_spec(name):
-            funcs.append(custom_reward(name, spec.get("options") or {}, where=f"{recipe.source}: rewards[{i}]"))
+            funcs.append(custom_reward(name, options, where=f"{recipe.source}: rewards[{i}]"))
             weights.append(float(spec.get("weight", 1.0)))
             continue
         try:
             factory = REWARDS.get(name)
         except KeyError as exc:
             raise RecipeError(f"{recipe.source}: rewards[{i}]: {exc.args[0]}") from None
-        options = dict(spec.get("options") or {})
         params = inspect.signature(factory).parameters
         if "judge" in params and "judge" not in options:
             if judge is not None:
@@ -497,78 +517,6 @@ def build_reward_funcs(recipe: Recipe, judge: Any = None) -> tuple[list, list[fl
     return funcs, weights
 
 
-def custom_reward(spec: str, options: dict | None = None, *, where: str = "reward"):
-    """A reward named by import path (``mypkg.rewards:my_reward`` or ``path/to/file.py:my_reward``).
-
-    The object is either a reward function with TRL's signature
-    ``fn(prompts, completions, **columns) -> list[float | None]`` (sync or ``async def``; TRL
-    runs both, and so does ``medrl audit-rewards``), or - when ``options`` are given - a factory
-    called with them that returns one. Its ``__name__`` becomes ``spec`` (the column name in the
-    logs), set on a thin wrapper so the user's function is left untouched.
-    """
-    import functools
-    import inspect
-
-    from medrl.registry import load_object
-
-    try:
-        obj = load_object(spec)
-    except ValueError as exc:
-        raise RecipeError(f"{where}: {exc}") from None
-    if options:
-        try:
-            obj = obj(**options)
-        except TypeError as exc:
-            raise RecipeError(f"{where} ({spec}): bad options {options}: {exc}") from None
-    if not callable(obj):
-        raise RecipeError(f"{where}: {spec!r} is not callable (a reward is fn(prompts, completions, **columns))")
-    try:
-        params = inspect.signature(obj).parameters
-    except (TypeError, ValueError):
-        params = {}
-    kinds = {p.kind for p in params.values()}
-    if params and inspect.Parameter.VAR_KEYWORD not in kinds and "completions" not in params:
-        raise RecipeError(f"{where}: {spec!r} does not take TRL's reward arguments "
-                          "(prompts, completions, **columns)")
-    def before() -> None:  # the trainer clears the wrapper's rows; clear the function's too
-        if getattr(obj, "last_unscorable", None) is not None:
-            obj.last_unscorable = None
-
-    def after() -> None:  # rows the function marked UNSCORABLE in this call, where the trainer reads them
-        wrapper.last_unscorable = getattr(obj, "last_unscorable", None)
-
-    if inspect.iscoroutinefunction(obj) or inspect.iscoroutinefunction(getattr(obj, "__call__", None)):
-        @functools.wraps(obj)
-        async def wrapper(*args, **kwargs):
-            before()
-            out = await obj(*args, **kwargs)
-            after()
-            return out
-    else:
-        @functools.wraps(obj)
-        def wrapper(*args, **kwargs):
-            before()
-            out = obj(*args, **kwargs)
-            after()
-            return out
-    # functools.wraps copies a function's own attributes once; an object's class attributes and
-    # methods (a stateful reward's state_dict) are not among them
-    for attr in FORWARDED_REWARD_ATTRS:
-        if attr not in wrapper.__dict__ and hasattr(obj, attr):
-            setattr(wrapper, attr, getattr(obj, attr))
-    wrapper.last_unscorable = getattr(obj, "last_unscorable", None)
-    wrapper.__name__ = spec
-    wrapper.__wrapped__ = obj
-    return wrapper
-
-
-#: what the trainer and its methods read from a reward function besides calling it (declared
-#: batch outputs, the shared correctness, checkpointed state, the judge task); a custom reward's
-#: wrapper carries them, and forwards ``last_unscorable`` (the rows it could not score) per call
-FORWARDED_REWARD_ATTRS = ("outputs", "batch_outputs", "uses_correctness", "checkpoint_state", "state_dict",
-                          "load_state_dict", "judge_task", "reads_gold_reasoning", "semantic")
-
-
 def recipe_uses_judge(recipe: Recipe) -> bool:
     """Whether any of the recipe's reward factories takes a ``judge``, or a reward reads the
     shared correctness decision and ``algorithm.correctness`` may ask a judge (auto, judge)."""
@@ -576,7 +524,7 @@ def recipe_uses_judge(recipe: Recipe) -> bool:
 
     from medrl.rewards import REWARDS
 
-    from medrl.registry import is_object_spec
+    from medrl.common.registry import is_object_spec
 
     factories = [REWARDS.get(r["name"]) for r in recipe.rewards if not is_object_spec(r["name"])]
     if any("judge" in inspect.signature(f).parameters for f in factories):

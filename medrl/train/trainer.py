@@ -13,12 +13,13 @@ of one GRPO step (:data:`medrl.methods.HOOK_ORDER`); data passes between them in
   :data:`medrl.types.UNSCORABLE` and lists it in ``fn.last_unscorable``. With
   ``algorithm.unscorable = "exclude"`` (default) such a row becomes all-NaN (no baseline, advantage
   0) and its completion mask is zeroed (no loss, no KL); ``"per_reward"`` treats it like ``None``.
-  Rewards that declare ``outputs`` (the MRPO process reward's ``steps`` / ``step_verdicts``)
-  have them copied into the batch here.
-- ``token_advantages``: the advantage estimator named by ``algorithm.advantage`` - TRL's own for
-  ``grpo``, else the active method that provides it (MRPO).
+  Rewards that declare ``outputs`` (a process reward's ``steps`` / ``step_verdicts``) have them
+  copied into the batch here.
+- ``advantage_inputs``: the estimator named by ``algorithm.advantage`` (:mod:`medrl.advantages`,
+  one signature for all) - TRL's own values for those TRL computes (``grpo``, ``gdpo``), else
+  the estimator called with the inputs the methods add and the providing method's config.
 - checkpoints: each method's ``state_dict`` goes to ``method_state.json`` and back through
-  ``load_state_dict`` on resume (ARMed's adaptive thresholds travel this way). Stateful rewards
+  ``load_state_dict`` on resume (adaptive reward thresholds travel this way). Stateful rewards
   (:class:`medrl.types.StatefulReward`) are frozen during evaluation; those no method carries
   (``Method.state_rewards``), e.g. a custom reward, are saved in ``reward_state.json``.
 - per-step logs beyond TRL's (``{answer,process}_reward``, ``ffp/*``, ``judge/*``,
@@ -38,9 +39,6 @@ import torch
 from trl import GRPOTrainer
 
 from medrl.methods import MedBatch, Method, compose
-from medrl.methods.capo import stable_seed as _stable_seed  # noqa: F401 (re-exported)
-from medrl.methods.mrpo import refuse_with_token_advantages, token_advantage_conflicts  # noqa: F401 (re-exported)
-from medrl.parsing import completion_token_offsets, prefix_decode_offsets  # noqa: F401 (re-exported)
 from medrl.train import callbacks
 from medrl.train.credit import CreditWriter
 from medrl.train.recipes import resolve_algorithm
@@ -98,19 +96,16 @@ class MedGRPOTrainer(GRPOTrainer):
 
         names = [m for m in (methods or ()) if isinstance(m, str)]
         objects = [m for m in (methods or ()) if not isinstance(m, str)]
-        self.medrl_algorithm = resolve_algorithm(algorithm, names)
         self.judge = judge
         super().__init__(*args, **kwargs)
-        alg = self.medrl_algorithm
         reward_names = list(self.reward_func_names)
+        self.medrl_algorithm = alg = resolve_algorithm(algorithm, names, reward_names)
         # the recipe's list, else what `algorithm` and the rewards switch on; then Method objects
         self.methods: list[Method] = compose(
             [*(names or active_method_names(alg, reward_names=reward_names)), *objects], alg)
         self._stateful = callbacks.stateful_rewards(self.reward_funcs)
-        process_name = alg["mrpo"]["process_reward"]
-        declared = [f for f in self.reward_funcs if getattr(f, "outputs", None)]
-        self._process_fn = (self.reward_funcs[reward_names.index(process_name)] if process_name in reward_names
-                            else (declared[0] if declared else None))
+        self._process_fn = self._process_reward(reward_names)
+        self._check_advantage()
         logged = alg.get("log_rewards") or {}
         self._log_idx = {k: reward_names.index(v) for k, v in logged.items() if v in reward_names}
         self._judge_seen = self._judge_counts()
@@ -144,16 +139,33 @@ class MedGRPOTrainer(GRPOTrainer):
         for m in self.methods:
             getattr(m, name)(self, batch)
 
-    def _advantage_method(self) -> Method | None:
-        """The active method providing the estimator ``algorithm.advantage`` names (None: TRL's)."""
-        want = self.medrl_algorithm["advantage"]
-        for m in self.methods:
-            if m.advantage == want:
-                return m
-        if want != "grpo":
-            raise ValueError(f"algorithm.advantage = {want!r} but no active method provides it "
-                             f"(methods: {[m.name for m in self.methods]})")
-        return None
+    def _process_reward(self, reward_names: list[str]):
+        """The reward whose step outputs fill ``batch.steps`` / ``batch.step_verdicts``: the one a
+        method reads (:attr:`Method.process_reward`), else the first that declares outputs."""
+        wanted = [m.process_reward for m in self.methods if m.process_reward in reward_names]
+        if wanted:
+            return self.reward_funcs[reward_names.index(wanted[0])]
+        return next((f for f in self.reward_funcs if getattr(f, "outputs", None)), None)
+
+    def _check_advantage(self) -> None:
+        """Refuse, at start, an estimator the run cannot feed: one whose inputs come from a method
+        that is not on, or one TRL computes under a TRL setting the run does not have."""
+        from medrl.advantages import get_advantage_fn
+        from medrl.methods.base import advantage_problem
+
+        name = self.medrl_algorithm["advantage"]
+        why = advantage_problem(name, self.methods)
+        for key, value in (getattr(get_advantage_fn(name), "trl_options", None) or {}).items():
+            if getattr(self.args, key, value) != value:
+                why = why or f"it is TRL's {key}={value!r}, and the GRPOConfig has {getattr(self.args, key)!r}"
+        if why:
+            raise ValueError(f"algorithm.advantage = {name!r}: {why}")
+
+    def _advantages(self, batch: MedBatch):
+        """Hook 5: the advantages the loss receives (:func:`medrl.methods.base.estimate_advantages`)."""
+        from medrl.methods.base import estimate_advantages
+
+        return estimate_advantages(self, batch, self.medrl_algorithm["advantage"], self.methods)
 
     # ---------------------------------------------------------------- one step
 
@@ -163,9 +175,9 @@ class MedGRPOTrainer(GRPOTrainer):
             return self._dynamic.run(self, inputs)  # DAPO dynamic sampling: calls this method once per round
         for fn in self._stateful.values():
             if hasattr(fn, "frozen"):
-                fn.frozen = mode != "train"  # evaluation never moves reward state (ARMed's thresholds)
+                fn.frozen = mode != "train"  # evaluation never moves reward state (adaptive thresholds)
         batch = MedBatch(inputs=inputs, mode=mode)
-        self._hook("before_generation", batch)  # hook 2 (CAPO: corrupted rollouts)
+        self._hook("before_generation", batch)  # hook 2 (e.g. extra rollouts on corrupted images)
         columns = batch.reward_columns()
         if columns:  # new row dicts: the caller's inputs stay as they were
             inputs = [{**x, **{k: v[i] for k, v in columns.items()}} for i, x in enumerate(inputs)]
@@ -184,9 +196,7 @@ class MedGRPOTrainer(GRPOTrainer):
             loss_mask = out["completion_mask"] * out["tool_mask"] if "tool_mask" in out else out["completion_mask"]
             out["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
         batch.seq_advantages = out["advantages"]  # (B,) A_i, before any token shaping
-        owner = self._advantage_method()
-        if owner is not None:  # hook 5: the one estimator that replaces the advantages
-            out["advantages"] = owner.token_advantages(self, batch)
+        out["advantages"] = self._advantages(batch)  # hook 5
         step_valid = batch.step_valid
         self._log_medrl_metrics(mode, step_valid)
         self._hook("log", batch)  # hook 6

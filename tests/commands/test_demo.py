@@ -7,7 +7,7 @@ import argparse
 
 from medrl.commands import demo
 from medrl.commands.demo_pipeline.settings import QUICK, DemoConfig
-from medrl.paths import DATA_HELP
+from medrl.common.paths import DATA_HELP
 
 
 def parse(argv):

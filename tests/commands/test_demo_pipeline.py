@@ -197,7 +197,7 @@ def _fake_demo(out: Path) -> DemoConfig:
     # credit logs, step 1: the same two rollouts in both runs (same warm-up model and seed), different credit
     from test_credit_report import _row as credit_row
 
-    from medrl.jsonl import write_jsonl
+    from medrl.common.jsonl import write_jsonl
 
     for run in ("grpo", "mrpo"):
         write_jsonl(out / run / "credit.jsonl", [
@@ -270,7 +270,7 @@ def test_examples_prefer_records_where_grpo_and_mrpo_differ():
 # --------------------------------------------------------------------------- CLI
 def test_cli_without_data_says_where_to_get_it(tmp_path, capsys):
     from medrl.cli import main
-    from medrl.paths import DATA_HELP
+    from medrl.common.paths import DATA_HELP
 
     code = main(["demo", "--quick", "--data-dir", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err

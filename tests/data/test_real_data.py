@@ -8,7 +8,7 @@ from PIL import Image
 
 from medrl.data import load_records
 from medrl.data.sources.slake import load_slake
-from medrl.modality import MODALITY_TAGS
+from medrl.common.modality import MODALITY_TAGS
 
 
 def test_vqa_rad_official_counts(data_dir):

@@ -8,7 +8,7 @@ from PIL import Image
 from medrl.data import VQARecord, deduplicate, filter_language, filter_open, format_target, to_hf_dataset
 from medrl.data.prompts import SYSTEM_PROMPTS, build_prompt, evidence_reasoning
 from medrl.data.record import is_yes_no
-from medrl.modality import MODALITY_TAGS
+from medrl.common.modality import MODALITY_TAGS
 
 
 @pytest.fixture()

@@ -1,5 +1,5 @@
 """The data registry: one table of sources and suites, one load_records, no import circle, and
-the old import paths kept as thin re-exports."""
+the judge labels as package data."""
 
 import pytest
 
@@ -48,37 +48,12 @@ def test_no_import_circle_in_medrl_data():
     assert g.find_shortest_chain(importer="medrl.data.validate", imported="medrl.data.registry") is None
     for mod in g.find_descendants("medrl.data.sources"):
         assert g.find_shortest_chain(importer="medrl.data.registry", imported=mod) is None, mod
-    assert g.find_shortest_chain(importer="medrl.data.validate", imported="medrl.data.loaders") is None
-
-
-def test_old_import_paths_keep_working():
-    import medrl.data.benchmarks as benchmarks
-    import medrl.data.loaders as loaders
-    from medrl.data import sources
-    from medrl.data.sources import mimic_cxr, slake, vqa_med, vqa_rad
-
-    assert loaders.load_records is load_records and loaders.parse_source is registry.parse_source
-    assert loaders.suite_specs is registry.suite_specs and loaders.DataNotFoundError is registry.DataNotFoundError
-    assert benchmarks.SUITES is SUITES and benchmarks.SUITE_OOD is registry.SUITE_OOD
-    assert benchmarks._SUITE_FALLBACK is registry.SUITE_FALLBACK
-    assert benchmarks.load_vqa_med_2021 is vqa_med.load_vqa_med_2021
-    assert benchmarks.load_mimic_cxr_vqa is mimic_cxr.load_mimic_cxr_vqa
-    from medrl.data.slake import _flat, load_slake
-    from medrl.data.vqa_rad import derive_modalities
-
-    assert load_slake is slake.load_slake and _flat is slake._flat and derive_modalities is vqa_rad.derive_modalities
-    from medrl.data.medthink import attach_rationales
-
-    assert attach_rationales is sources.medthink.attach_rationales
 
 
 def test_judge_labels_are_package_data_under_judges():
-    from medrl.benchmarks import JUDGE_AGREEMENT as old_agreement
-    from medrl.benchmarks import JUDGE_DEV as old_dev
     from medrl.judges.labels import JUDGE_AGREEMENT, JUDGE_DEV
 
     assert JUDGE_DEV.is_file() and JUDGE_AGREEMENT.is_file() and JUDGE_DEV.parent.name == "labels"
-    assert old_dev == JUDGE_DEV and old_agreement == JUDGE_AGREEMENT
 
 
 def test_data_sources_command_lists_table_and_presence(tmp_path, capsys):

@@ -95,15 +95,3 @@ def test_quilt_vqa_without_parquet_names_the_files_looked_for(tmp_path):
             load_quilt_vqa(tmp_path, split, path=str(tmp_path))
         msg = str(e.value)
         assert str(tmp_path) in msg and "*.parquet" in msg and "None" not in msg
-
-
-def test_old_import_paths_of_pathvqa_and_pmc_vqa():
-    import medrl.data.pathvqa as old_path
-    import medrl.data.pmc_vqa as old_pmc
-    from medrl.data.sources import pathvqa, pmc_vqa
-
-    assert old_path.load_pathvqa is pathvqa.load_pathvqa
-    assert old_pmc.load_pmc_vqa is pmc_vqa.load_pmc_vqa
-    # private names too, through the module's __getattr__
-    private = next(n for n in vars(pmc_vqa) if n.startswith("_") and not n.startswith("__"))
-    assert getattr(old_pmc, private) is getattr(pmc_vqa, private)

@@ -42,7 +42,7 @@ def _real_vlm() -> str:
         if not (Path(env) / "config.json").is_file():
             pytest.skip(f"MEDRL_GPU_MODEL={env} is not a model folder (no config.json)")
         return env
-    from medrl.paths import cache_dir
+    from medrl.common.paths import cache_dir
 
     built = cache_dir() / "models" / "default"
     if (built / "config.json").is_file():

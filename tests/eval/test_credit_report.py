@@ -19,7 +19,7 @@ from medrl.eval.credit_report import (
     select_prompts,
     token_color,
 )
-from medrl.jsonl import write_jsonl
+from medrl.common.jsonl import write_jsonl
 from medrl.parsing import completion_steps, step_token_spans
 from medrl.train.credit import rollout_row
 
@@ -65,14 +65,15 @@ def test_mrpo_invalid_steps_follow_exp_one_minus_p_and_grpo_is_flat(tmp_path):
     prof = position_profile(runs["mrpo"])
     inv = sorted((round(q["p"], 4), round(q["scaled"], 4)) for q in prof["points"] if q["valid"] is False)
     # hand-worked: K=4 steps 2 and 4 -> p 1/3, 1; K=3 steps 1, 3 -> p 0, 1; K=1 -> p 0
-    # -e^(1-p): p=0 -> -2.7183, p=1/3 -> -e^(2/3) = -1.9477, p=1 -> -1.0
-    assert inv == [(0.0, -2.7183), (0.0, -2.7183), (0.3333, -1.9477), (1.0, -1.0), (1.0, -1.0)]
+    # -e^(1-p): p=0 -> -2.7183, p=1/3 -> -e^(2/3) = -1.9477, p=1 -> -1.0; a single step (K=1) is
+    # penalised by 1 x |A_i| as in the released MRPO code (docs/papers/mrpo.md)
+    assert inv == [(0.0, -2.7183), (0.0, -1.0), (0.3333, -1.9477), (1.0, -1.0), (1.0, -1.0)]
     val = {round(q["scaled"], 6) for q in prof["points"] if q["valid"] is True}
     assert val == {1.0}  # valid steps of wrong answers: +|A_i|
     first_bin = prof["bins"][0]
-    assert first_bin["n_invalid"] == 2 and first_bin["invalid_scaled"] == pytest.approx(-math.e)
-    # raw mean token advantage in [0, 0.2): K=4 step 1 valid (+0.8), K=3 step 1 (-e * 0.5), K=1 (-e * 0.3)
-    assert first_bin["mean"] == pytest.approx((0.8 - math.e * 0.5 - math.e * 0.3) / 3, rel=1e-5)
+    assert first_bin["n_invalid"] == 2 and first_bin["invalid_scaled"] == pytest.approx((-math.e - 1.0) / 2)
+    # raw mean token advantage in [0, 0.2): K=4 step 1 valid (+0.8), K=3 step 1 (-e * 0.5), K=1 (-1 * 0.3)
+    assert first_bin["mean"] == pytest.approx((0.8 - math.e * 0.5 - 0.3) / 3, rel=1e-5)
     g = position_profile(runs["grpo"])
     assert {round(q["scaled"], 6) for q in g["points"]} == {-1.0}  # every token of a wrong rollout: A_i < 0
     assert all(len(set(r["token_advantages"])) == 1 for r in runs["grpo"])

@@ -16,7 +16,7 @@ from PIL import Image
 from medrl.cli import main
 from medrl.eval import judge_bench as jb
 from medrl.judges.base import JudgeStats
-from medrl.jsonl import read_jsonl, write_jsonl
+from medrl.common.jsonl import read_jsonl, write_jsonl
 from medrl.types import StepVerdict, Verdict
 
 

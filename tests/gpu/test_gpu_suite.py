@@ -302,7 +302,7 @@ def test_eval_backend_vllm(build, records, tmp_path):
            "--out", str(out)]
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     subprocess.run(cmd, check=True, env=env, cwd=REPO, timeout=1800)
-    from medrl.jsonl import read_jsonl
+    from medrl.common.jsonl import read_jsonl
 
     rows = read_jsonl(out / "outputs.jsonl")
     assert len(rows) == len(records)

@@ -20,11 +20,20 @@ def test_token_set_f1_hand_worked():
     ("What organ is shown?", "Liver", "the liver", {}, True),
     ("Which side is the mass?", "left kidney", "right kidney", {}, False),   # laterality flip
     ("What is the diagnosis?", "Pneumonia", "pneumonia, edema, mass", {}, False),  # a candidate list
-    ("What organ is shown?", "Liver", "liver", {"f1_threshold": 0.5, "cosine": None}, True),  # old keywords ignored
 ])
 def test_decisions(question, reference, prediction, kw, correct):
     ok, why = answer_correct(question, reference, prediction, **kw)
     assert ok is correct and why
+
+
+def test_retired_keywords_are_refused():
+    # the former f1_threshold / embed_threshold / cosine options decide nothing: naming one is an error
+    with pytest.raises(TypeError, match="f1_threshold"):
+        answer_correct("What organ is shown?", "Liver", "liver", f1_threshold=0.5)
+    from medrl.judges import build_judge
+
+    with pytest.raises(TypeError, match="embed_threshold"):
+        build_judge("reference", embed_threshold=0.8)
 
 
 def test_unsettled_answer_is_not_correct_with_the_reason():

@@ -1,67 +1,108 @@
-"""The method example of docs/architecture.md, run exactly as printed: a new method plugged in
-from its own file, listed in a recipe by path, with no change to the trainer."""
+"""The walkthrough of docs/architecture.md, run exactly as printed: a method written outside medrl
+(its own package in a temporary folder), configured from a YAML recipe, trains one step on the
+synthetic ``phantom`` data with no file of medrl changed and without ``../shared/data``; and the
+same method found through a ``medrl.methods`` entry point."""
 
 from __future__ import annotations
 
+import json
 import re
+import shlex
+import sys
 from pathlib import Path
 
 import pytest
-import torch
+import yaml
 
 pytestmark = [pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning"),
               pytest.mark.usefixtures("one_torch_thread")]
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "architecture.md"
 
 
-def example_code() -> str:
-    text = DOC.read_text()
-    block = re.search(r"<!-- plugin-example:start -->\n```python\n(.*?)```\n<!-- plugin-example:end -->", text, re.S)
-    assert block, "docs/architecture.md lost its plugin example"
-    return block.group(1)
+def walkthrough() -> dict[str, str]:
+    """``{file name or 'commands': text}`` of the doc's walkthrough blocks."""
+    blocks = dict(re.findall(r"<!-- walkthrough:(\S+) -->\n```\w*\n(.*?)```\n<!-- walkthrough:end -->", DOC.read_text(),
+                             re.S))
+    assert set(blocks) == {"my_pkg/my_method.py", "length_penalty.yaml", "commands"}, sorted(blocks)
+    return blocks
 
 
-def test_the_example_is_about_forty_lines():
-    assert 30 <= len(example_code().strip().splitlines()) <= 45
+def medrl_tree() -> dict[str, float]:
+    return {str(p): p.stat().st_mtime for p in (ROOT / "medrl").rglob("*") if p.is_file() and "__pycache__" not in p.parts}
 
 
-@pytest.fixture(scope="module")
-def plugin(tmp_path_factory):
-    path = tmp_path_factory.mktemp("plugin") / "majority.py"
-    path.write_text(example_code())
-    return path
+@pytest.fixture
+def folder(tmp_path, monkeypatch):
+    """The user's folder: the walkthrough's files written there, on sys.path (PYTHONPATH=$PWD),
+    the current directory; medrl's registries are restored afterwards."""
+    from medrl.methods import METHODS
+    from medrl.rewards import REWARDS
+
+    for name, text in walkthrough().items():
+        if name != "commands":
+            (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / name).write_text(text)
+    (tmp_path / "my_pkg" / "__init__.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for registry in (METHODS, REWARDS):
+        registry.names()  # loaded before the snapshot
+        monkeypatch.setattr(registry, "_items", dict(registry._items))
+    yield tmp_path
+    for mod in [m for m in sys.modules if m == "my_pkg" or m.startswith("my_pkg.")]:
+        del sys.modules[mod]
 
 
-def test_the_example_method_trains_through_a_recipe(plugin, data_dir, tmp_path):
-    from medrl.data import load_records, to_hf_dataset
-    from medrl.judges import build_judge
-    from medrl.models import build_tiny_vlm
-    from medrl.train.pipeline import train_rl
+def test_the_walkthrough_trains_one_step_on_phantom(folder, capsys, monkeypatch):
+    from medrl.cli import main
+
+    monkeypatch.delenv("MEDRL_DATA_DIR", raising=False)
+    before = medrl_tree()
+    commands = [ln for ln in walkthrough()["commands"].splitlines() if ln.startswith("medrl ")]
+    assert len(commands) == 2
+    assert main(shlex.split(commands[0])[1:]) == 0  # recipes show ... --explain
+    explained = capsys.readouterr().out
+    assert "  length_penalty: (on)" in explained and "reasoning words allowed before the penalty" in explained
+    assert "    max_words = 20  (from algorithm.length_penalty.max_words)" in explained
+    assert main(shlex.split(commands[1])[1:]) == 0  # train ... --max-steps 1
+    run = folder / "runs" / "lp"
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    assert config["recipe"]["algorithm"]["length_penalty"] == {"max_words": 20, "penalty": 0.25}
+    rows = [json.loads(ln) for ln in (run / "metrics.jsonl").read_text().splitlines()]
+    logged = {k for r in rows for k in r}
+    assert {"rewards/length_penalty/mean", "length_penalty/over_share"} <= logged
+    assert max(r.get("step", 0) for r in rows) == 1
+    assert medrl_tree() == before  # no file of medrl changed
+
+
+def test_a_typo_in_the_plugin_section_is_refused_with_the_field_and_its_help(folder):
+    from medrl.train.recipes import RecipeError, load_recipe
+
+    with pytest.raises(RecipeError, match=r"algorithm\.length_penalty\.max_wrds: unknown key 'max_wrds'; did you mean "
+                                          r"'max_words'\? \(max_words: reasoning words allowed"):
+        load_recipe("length_penalty.yaml", overrides=["algorithm.length_penalty.max_wrds=5"], check_trl=False)
+
+
+def test_the_method_found_through_an_entry_point(folder, monkeypatch):
+    """Installed with ``[project.entry-points."medrl.methods"] length_penalty = ...``, the recipe
+    names it ``length_penalty``; a broken entry point is an error naming it, not a gap."""
+    from medrl.methods import METHODS
     from medrl.train.recipes import load_recipe
-    from medrl.train.teacher import install_teacher
 
-    records = load_records("vqa_rad", split="train", data_dir=data_dir, open_only=True, limit=2)
-    recipe = load_recipe("grpo", profile="cpu", overrides=[
-        f"methods=['{plugin}:Majority']", "grpo.max_completion_length=32", "grpo.per_device_train_batch_size=4",
-        "grpo.max_steps=1", "grpo.save_strategy='no'", "algorithm.log_credit_every=0"],
-        rewards=["majority_agreement=1.0"])
-    assert recipe.methods == [f"{plugin}:Majority"]
-
-    def text(rec, answer):
-        return f"<think>This is a {rec.modality or 'medical'} image.</think><answer>{answer}</answer>"
-
-    tiny = build_tiny_vlm(tmp_path / "tiny", texts=[r.question for r in records] + [text(r, r.answer) for r in records],
-                          seed=0)
-    tr = train_rl(recipe, tiny, records, tmp_path / "run", judge=build_judge("reference"), train=False,
-                  grpo_overrides={"report_to": "none"}).trainer
-    assert [type(m).__name__ for m in tr.methods] == ["Majority"]
-    answers = iter([records[0].answer, records[0].answer, records[1].answer, "banana"])
-    install_teacher(tr, records, lambda rec: text(rec, next(answers)), replace_all=True)
-    tr.model.train()
-    tr.current_gradient_accumulation_steps = 1
-    ds = to_hf_dataset(records, "think_answer")
-    tr._generate_and_score_completions([dict(ds[i]) for i in (0, 0, 1, 1)])
-    col = tr._last_rewards[:, list(tr.reward_func_names).index("majority_agreement")]
-    # group 1 agrees (2 votes): both rollouts earn 1; group 2 splits 1-1: no majority, not applicable
-    assert col[:2].tolist() == [1.0, 1.0] and torch.isnan(col[2:]).all()
+    info = folder / "my_pkg-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: my-pkg\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[medrl.methods]\nlength_penalty = my_pkg.my_method:LengthPenalty\n"
+                                           "broken = my_pkg.no_such_module:Nothing\n")
+    monkeypatch.setattr(METHODS, "_loaded", False)  # read the entry points again
+    monkeypatch.setattr(METHODS, "_broken", {})
+    text = (folder / "length_penalty.yaml").read_text().replace("[my_pkg.my_method:LengthPenalty]", "[length_penalty]")
+    (folder / "installed.yaml").write_text(text)
+    recipe = load_recipe("installed.yaml", check_trl=False)
+    assert recipe.methods == ["length_penalty"] and recipe.algorithm["length_penalty"]["max_words"] == 20
+    assert METHODS.get("length_penalty").__module__ == "my_pkg.my_method"
+    with pytest.raises(KeyError, match=r"method 'broken': entry point broken = 'my_pkg.no_such_module:Nothing' "
+                                       r"\(group medrl.methods\) failed to load: ModuleNotFoundError"):
+        METHODS.get("broken")

@@ -47,12 +47,16 @@ def test_capo_corruption_ablations(name, capo):
 def test_capo_reward_ablations_by_hand(name, dar, pcr, cdr, tau):
     from medrl.rewards.capo import perception_consistency_reward
 
-    opts = {x["name"]: x.get("options", {}) for x in load_recipe(name).rewards}
-    got_dar = opts["capo_accuracy"].get("r_dar", 0.8)
-    assert got_dar == pytest.approx(dar) and opts["capo_perception"].get("r_dar", 0.8) == pytest.approx(dar)
-    assert opts["capo_perception"].get("r_pcr", 0.1) == pytest.approx(pcr)
-    assert opts["capo_consistency"].get("r_cdr", 0.1) == pytest.approx(cdr)
-    assert opts["capo_perception"].get("tau", 0.3) == pytest.approx(tau)
+    from medrl.train.recipes import reward_options
+
+    recipe = load_recipe(name)
+    # the values reach the rewards from algorithm.capo (one place; R_DAR once for both rewards that use it)
+    opts = {x["name"]: o for x, o in zip(recipe.rewards, reward_options(recipe))}
+    assert opts["capo_accuracy"]["r_dar"] == pytest.approx(dar) and opts["capo_perception"]["r_dar"] == pytest.approx(dar)
+    assert opts["capo_perception"]["r_pcr"] == pytest.approx(pcr)
+    assert opts["capo_consistency"]["r_cdr"] == pytest.approx(cdr)
+    assert opts["capo_perception"]["tau"] == pytest.approx(tau)
+    assert recipe.algorithm["capo"]["r_dar"] == pytest.approx(dar)
     # Eq. 3 still pays exactly when o is right and o~ wrong
     assert perception_consistency_reward(True, False, dar, pcr, tau) == pytest.approx(pcr)
     assert perception_consistency_reward(True, True, dar, pcr, tau) == 0.0
@@ -66,7 +70,11 @@ def test_stepgrpo_ablations():
         "key_steps", "sft", "rl"]
     assert [(x["name"], x["weight"]) for x in rvr.rewards] == [("steprvr", 1.0), ("steprar", 0.0)]  # StepRAR logged only
     assert [s["kind"] for s in rvr.stages] == ["sft", "rl"]
-    assert out.rewards[0]["options"] == {"alpha": 0.0, "missing_key_steps": "zero"}
+    from medrl.train.recipes import reward_options
+
+    assert out.rewards[0]["options"] == {"missing_key_steps": "zero"} and out.algorithm["stepgrpo"]["alpha"] == 0.0
+    assert reward_options(out) == [{"alpha": 0.0, "missing_key_steps": "zero"}]  # StepRAR with alpha = 0 (Eq. 2)
+    assert reward_options(full)[0]["alpha"] == pytest.approx(0.1)
     for r in (rar, rvr, out):
         assert r.grpo == full.grpo and r.sft == full.sft
     warm = load_recipe("stepgrpo_ablation_warmup")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from medrl.embeddings import PAPER_ENCODERS, available_offline, resolve_model, substitute_encoders
+from medrl.common.embeddings import PAPER_ENCODERS, available_offline, resolve_model, substitute_encoders
 from medrl.train.recipes import RecipeError, list_recipes, load_recipe
 
 BIO, STS, MEDEMBED = PAPER_ENCODERS["biomedbert"], PAPER_ENCODERS["biobert_sts"], PAPER_ENCODERS["medembed_large"]
@@ -43,7 +43,7 @@ def encoder_spy(monkeypatch):
     import numpy as np
     import torch
 
-    import medrl.embeddings as embeddings
+    import medrl.common.embeddings as embeddings
     import medrl.rewards.semantic as semantic
 
     asked = []
@@ -73,7 +73,7 @@ def encoder_spy(monkeypatch):
 def encoders_asked(name, asked):
     """``{(reward, kind): model}``: the encoder each reward of recipe ``name`` (the paper's
     encoders, no offline substitute) asks the loaders for when it scores one paraphrased answer."""
-    from medrl.embeddings import DEFAULT_EMBEDDING_MODEL, REWARD_ENCODERS
+    from medrl.common.embeddings import DEFAULT_EMBEDDING_MODEL, REWARD_ENCODERS
     from medrl.judges import build_judge
     from medrl.train.recipes import build_reward_funcs
 
@@ -106,7 +106,7 @@ def test_exact_hub_ids(encoder_spy):
 
 
 def test_every_recipe_names_its_papers_encoders(online, encoder_spy):
-    from medrl.embeddings import REWARD_ENCODERS
+    from medrl.common.embeddings import REWARD_ENCODERS
 
     assert set(EXPECTED) <= set(list_recipes())
     for name in list_recipes():

@@ -11,7 +11,7 @@ import torch
 from PIL import Image
 
 from medrl.data import load_records
-from medrl.modality import infer_modality_tag, keyword_modality_tag, question_modality_tag, record_modality_tag
+from medrl.common.modality import infer_modality_tag, keyword_modality_tag, question_modality_tag, record_modality_tag
 from medrl.rewards import REWARDS
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")

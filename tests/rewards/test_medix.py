@@ -78,7 +78,7 @@ def test_medix_embed_callable_guards_without_model():
 def test_embed_threshold_is_inclusive(monkeypatch):
     # Sec. 2.3.2 (003_d5d6a0d73a50ab79.txt line 88): R_embed = I[cos >= tau], tau = 0.8; App. A.9
     # code: float(similarity >= threshold). A cosine of exactly 0.8 scores 1, just below scores 0.
-    import medrl.embeddings
+    import medrl.common.embeddings
     from medrl.rewards.medix import embed_rewards
 
     seen = []
@@ -87,7 +87,7 @@ def test_embed_threshold_is_inclusive(monkeypatch):
         seen.append((list(a), list(b)))
         return [0.8, 0.7999999, 0.95][:len(a)]
 
-    monkeypatch.setattr(medrl.embeddings, "cosine_pairs", fake_cosine_pairs)
+    monkeypatch.setattr(medrl.common.embeddings, "cosine_pairs", fake_cosine_pairs)
     out = embed_rewards(["pleural effusion", "left-sided mass", "pneumonia"],
                         ["effusion", "mass, left", "lung infection"])
     assert out == [1.0, 0.0, 1.0]

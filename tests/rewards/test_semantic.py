@@ -14,7 +14,7 @@ from medrl.rewards.stepgrpo import key_step_ratio
 
 @pytest.fixture(scope="module", autouse=True)
 def models():
-    from medrl.embeddings import load_encoder
+    from medrl.common.embeddings import load_encoder
 
     load_bertscorer()
     load_encoder()

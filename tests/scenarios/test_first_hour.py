@@ -147,7 +147,7 @@ def test_multi_stage_run_folder_resolves_to_its_last_stage(tmp_path):
 
 def test_local_data_folder_does_not_hide_shared_data(tmp_path, monkeypatch, data_dir):
     from medrl.data import load_records
-    from medrl.data.loaders import DataNotFoundError
+    from medrl.data.registry import DataNotFoundError
 
     project = tmp_path / "project"
     (project / "data").mkdir(parents=True)  # what `medrl data convert --out data/x.jsonl` creates

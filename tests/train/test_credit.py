@@ -14,7 +14,7 @@ import math
 import pytest
 import torch
 
-from medrl.jsonl import read_jsonl
+from medrl.common.jsonl import read_jsonl
 from medrl.train.recipes import load_recipe
 
 pytestmark = [pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning"),

@@ -9,7 +9,7 @@ import types
 
 import torch
 
-from medrl.train.recipes import custom_reward
+from medrl.train.custom_reward import custom_reward
 from medrl.train.trainer import MedGRPOTrainer
 
 MODULE = '''

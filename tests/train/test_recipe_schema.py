@@ -35,37 +35,52 @@ def test_reward_weights_must_be_numbers_with_one_non_zero(tmp_path):
 
 
 def test_methods_list_is_checked_and_selects_the_advantage(tmp_path):
+    from medrl.methods.capo import CAPOConfig
+
     (tmp_path / "mine.yaml").write_text("name: mine\nmethods: [mrpo, capo]\nrewards:\n  - {name: mrpo_answer}\n"
                                         "  - {name: mrpo_process}\n  - {name: capo_perception}\n")
     r = load_recipe(tmp_path / "mine.yaml")
     assert r.methods == ["mrpo", "capo"] and r.algorithm["advantage"] == "mrpo"
-    assert r.algorithm["capo"] == {"kind": "diffusion", "t": 100, "seed": 0}  # listed: on, with its defaults
+    assert r.algorithm["capo"] == CAPOConfig().model_dump()  # listed: on, with its defaults
+    assert r.algorithm["capo"]["t"] == 100 and r.algorithm["capo"]["r_dar"] == 0.8
     with pytest.raises(RecipeError, match=r"methods\[1\]: unknown method 'capoo'; did you mean 'capo'"):
         load_recipe("capo", overrides=["methods=[mrpo, capoo]"])
     with pytest.raises(RecipeError, match="listed twice"):
         load_recipe("capo", overrides=["methods=[capo, capo]"])
-    with pytest.raises(RecipeError, match="algorithm.advantage: 'grpo', but the listed method 'mrpo'"):
+    with pytest.raises(RecipeError, match="algorithm.advantage: 'grpo', but the method providing 'mrpo' is on"):
         load_recipe("combined", overrides=["algorithm.advantage=grpo"])
+    with pytest.raises(RecipeError, match="algorithm.advantage: 'mrpo': it takes its inputs from the method 'mrpo'"):
+        load_recipe("capo", overrides=["methods=[capo]", "algorithm.advantage=mrpo"])
 
 
 def test_the_algorithm_form_keeps_working_and_defaults_come_from_the_typed_configs():
     from medrl.methods.capo import CAPOConfig
     from medrl.methods.mrpo import MRPOConfig
 
-    alg = resolve_algorithm({"capo": True})
-    assert alg["mrpo"] == MRPOConfig().model_dump() and alg["capo"] == CAPOConfig().model_dump()
+    alg = resolve_algorithm({"capo": True})  # a section switches its method on, with its defaults
+    assert alg["mrpo"] is None and alg["capo"] == CAPOConfig().model_dump()
     assert alg["advantage"] == "grpo" and alg["unscorable"] == "exclude"
+    alg = resolve_algorithm({"advantage": "mrpo"})  # naming the estimator switches its method on
+    assert alg["mrpo"] == MRPOConfig().model_dump() and alg["capo"] is None
+    # a section of a method that provides the estimator only configures it: the advantage is the
+    # run's choice (the effects harness sets algorithm.mrpo.* on every recipe it runs)
+    grpo = load_recipe("grpo", overrides=["algorithm.mrpo.tau=0.9"], check_trl=False)
+    assert grpo.algorithm["advantage"] == "grpo" and grpo.algorithm["mrpo"]["tau"] == 0.9
+    from medrl.train.recipes import run_methods
+
+    assert run_methods(grpo) == []
     mrpo = load_recipe("mrpo")
     assert mrpo.methods == [] and mrpo.algorithm["advantage"] == "mrpo"
     assert mrpo.algorithm["mrpo"]["tau"] == MRPOConfig.model_fields["tau"].default
 
 
 def test_dry_run_lines_list_the_methods_in_hook_order_with_their_configs():
-    from medrl.train.recipes import describe_methods
+    from medrl.train.recipe_help import describe_methods
 
     lines = describe_methods(load_recipe("combined", check_trl=False))
     assert [ln.split()[0] for ln in lines[1:]] == ["mrpo", "capo", "armed", "medix_r1"]
-    assert "algorithm.mrpo: tau=0.6" in lines[1] and "rewards: format, modality" in lines[4]
+    assert "algorithm.mrpo: tau=0.6" in lines[1] and "configures rewards mrpo_answer, mrpo_process" in lines[1]
+    assert "algorithm.medix_r1: embed_threshold=0.8; configures rewards format, modality" in lines[4]
     assert describe_methods(load_recipe("grpo", check_trl=False))[0].endswith("none (TRL's GRPO with the recipe's rewards)")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from medrl.train import option_checks as O
 from medrl.train import recipe_schema as S
 
 BASE = {"rewards": [{"name": "format"}]}
@@ -62,26 +63,26 @@ def test_call_options_against_a_signature():
     def factory(a: int, b: float = 1.0, judge=None):
         return None
 
-    found = S.check_call_options(factory, {"a": "x", "c": 1, "judge": "j"}, "rewards[0].options", skip=("judge",))
+    found = O.check_call_options(factory, {"a": "x", "c": 1, "judge": "j"}, "rewards[0].options", skip=("judge",))
     assert found[0][0] == "rewards[0].options.a" and found[0][1].startswith("expected int, got 'x'")
     assert found[1] == ("rewards[0].options.c", "unknown option 'c'; allowed: a, b")
-    assert S.check_call_options(lambda **kw: None, {"anything": 1}, "w") == []
+    assert O.check_call_options(lambda **kw: None, {"anything": 1}, "w") == []
 
 
 def test_type_problem_and_coerce():
-    assert S.type_problem(int, 3) is None and S.type_problem(None, object()) is None
-    assert S.type_problem(float, float("inf")).startswith("must be a finite number")
-    assert S.type_problem(int, "x").startswith("expected int, got 'x'")
-    assert S.coerce(float, "1e-6") == 1e-06 and S.coerce(bool, "true") is True
-    assert S.coerce(int, "abc") == "abc" and S.coerce(str, "5") == "5"  # left as written
+    assert O.type_problem(int, 3) is None and O.type_problem(None, object()) is None
+    assert O.type_problem(float, float("inf")).startswith("must be a finite number")
+    assert O.type_problem(int, "x").startswith("expected int, got 'x'")
+    assert O.coerce(float, "1e-6") == 1e-06 and O.coerce(bool, "true") is True
+    assert O.coerce(int, "abc") == "abc" and O.coerce(str, "5") == "5"  # left as written
 
 
 def test_grpo_section_checked_against_trl_fields():
-    out, found = S.check_trl_section({"beta": "0.04", "learning_rat": 1e-6, "num_generations": [8]},
+    out, found = O.check_trl_section({"beta": "0.04", "learning_rat": 1e-6, "num_generations": [8]},
                                      "GRPOConfig", "grpo")
     assert out == {"beta": 0.04}  # coerced from the YAML string
     keys = dict(found)
     assert keys["grpo.learning_rat"].startswith("not a field of trl.GRPOConfig; did you mean 'learning_rate'")
     assert keys["grpo.num_generations"].startswith("expected")
-    _, found = S.check_trl_section({"seed": 1}, "GRPOConfig", "grpo", forbidden={"seed": "set by medrl"})
+    _, found = O.check_trl_section({"seed": 1}, "GRPOConfig", "grpo", forbidden={"seed": "set by medrl"})
     assert found == [("grpo.seed", "set by medrl")]

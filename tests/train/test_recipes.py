@@ -58,17 +58,6 @@ def test_papers_hyperparameters_reach_grpo_config(name, expected, tmp_path):
         assert getattr(cfg, k) == pytest.approx(v) if isinstance(v, float) else getattr(cfg, k) == v, k
 
 
-def recipe_methods(recipe):
-    """The methods a run of ``recipe`` composes, as MedGRPOTrainer composes them (its algorithm
-    section resolved, the recipe's ``methods`` or those its algorithm and rewards switch on)."""
-    from medrl.methods import active_method_names, compose
-    from medrl.train.recipes import resolve_algorithm
-
-    alg = resolve_algorithm(recipe.algorithm, recipe.methods)
-    names = recipe.methods or active_method_names(alg, reward_names=[r["name"] for r in recipe.rewards])
-    return alg, compose(names, alg)
-
-
 def test_mrpo_options_and_reward_weights(tmp_path):
     import math
     from collections import defaultdict
@@ -79,18 +68,24 @@ def test_mrpo_options_and_reward_weights(tmp_path):
     from medrl.methods import MedBatch
     from medrl.parsing import completion_steps
 
+    from medrl.methods.base import estimate_advantages
+    from medrl.train.recipes import run_methods
+
     r = load_recipe("mrpo")
-    alg, methods = recipe_methods(r)
-    # the MRPO method supplies the run's advantages (algorithm.advantage = mrpo), with its paper config
+    alg, methods = r.algorithm, run_methods(r)
+    # the MRPO method supplies the run's advantage inputs and config (algorithm.advantage = mrpo)
     (mrpo,) = [m for m in methods if m.advantage == alg["advantage"]]
     assert mrpo.name == "mrpo" and alg["advantage"] == "mrpo"
     assert mrpo.config.model_dump() == {"tau": 0.6, "shaping": "exponential", "strategy": "selective",
-                                        "answer_reward": "mrpo_answer", "process_reward": "mrpo_process"}
-    # ... and those settings reach the token advantages (MRPO Eq. 7): the method's own hook on a
+                                        "answer_reward": "mrpo_answer", "process_reward": "mrpo_process",
+                                        "lambda1": 0.25, "lambda2": 0.5, "k_min": 4, "k_max": 10}
+    # ... and those settings reach the token advantages (MRPO Eq. 7): the trainer's hook-5 step on a
     # batch of two rollouts of one text with steps invalid, valid, invalid and A_i = -1
     names = [x["name"] for x in r.rewards]
     trainer = SimpleNamespace(args=None, reward_func_names=names, tools=None, _tokenizer=_CharTokenizer(),
-                              _metrics=defaultdict(lambda: defaultdict(list)))  # what the hooks read
+                              _metrics=defaultdict(lambda: defaultdict(list)),  # what the hooks read
+                              num_generations=2, accelerator=SimpleNamespace(process_index=0),
+                              reward_weights=torch.ones(len(names)))
     mrpo.setup(trainer)
     text = "<think>The lung is clear. The heart is large. It is cardiomegaly.</think><answer>cardiomegaly</answer>"
     ids = [ord(c) for c in text] + [0]  # one token per character, then EOS
@@ -101,8 +96,9 @@ def test_mrpo_options_and_reward_weights(tmp_path):
     local[:, names.index("mrpo_answer")] = torch.tensor(r_ans)
     batch = MedBatch(inputs=[{}, {}], texts=[text, text], completion_ids=[ids, ids], steps=[steps, steps],
                      step_verdicts=[[False, True, False]] * 2, local_rewards=local,
-                     out={"completion_ids": torch.tensor([ids, ids]), "advantages": torch.tensor([-1.0, -1.0])})
-    adv = mrpo.token_advantages(trainer, batch)
+                     seq_advantages=torch.tensor([-1.0, -1.0]),
+                     out={"completion_mask": torch.ones(2, len(ids)), "advantages": torch.tensor([-1.0, -1.0])})
+    adv = estimate_advantages(trainer, batch, alg["advantage"], methods)
     assert adv.shape == (2, len(ids))
     # by hand: K = 3 steps, p_k = (k-1)/(K-1) = 0, 0.5, 1; exponential f(p) = exp(1 - p);
     # invalid step tokens -f(p_k)|A_i|, valid step tokens +|A_i|, every other token A_i

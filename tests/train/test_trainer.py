@@ -91,7 +91,7 @@ def test_two_advantage_methods_are_refused_at_start(policy, tmp_path):
         name = "other"
         advantage = "other"
 
-    with pytest.raises(MethodConflict, match="both replace the advantages"):
+    with pytest.raises(MethodConflict, match="both provide the advantage estimator"):
         make(policy, tmp_path, ["mrpo", Other()])
 
 

@@ -376,7 +376,7 @@ def test_options_that_need_one_advantage_per_rollout_are_refused_with_mrpo(tmp_p
 
 
 def test_token_advantage_conflicts_lists_every_reason():
-    from medrl.train.trainer import token_advantage_conflicts
+    from medrl.methods.mrpo import token_advantage_conflicts
 
     assert token_advantage_conflicts(SimpleNamespace(importance_sampling_level="token", loss_type="dapo")) == []
     why = token_advantage_conflicts(SimpleNamespace(importance_sampling_level="sequence", loss_type="luspo",

@@ -47,7 +47,7 @@ class Demo:
     def load_data(self) -> tuple[list, list]:
         """(train, test) open-ended VQA-RAD records; FileNotFoundError with DATA_HELP if absent."""
         from medrl.data import load_records
-        from medrl.paths import DATA_HELP, data_root
+        from medrl.common.paths import DATA_HELP, data_root
 
         root = self._root = data_root(self.data_dir)
         if not (root / "vqa_rad").is_dir():

@@ -300,7 +300,7 @@ def examples_section(rep: Report, ctx: ReportContext) -> None:
 def training_series(run_dir: Path) -> dict[str, list[tuple[float, float]]]:
     """Per-step series of one training run from its ``metrics.jsonl`` (train-time logs only;
     the end-of-training summary row and a line torn by an interruption are skipped)."""
-    from medrl.jsonl import iter_jsonl
+    from medrl.common.jsonl import iter_jsonl
 
     path = Path(run_dir) / "metrics.jsonl"
     series: dict[str, dict[float, float]] = {}

@@ -74,10 +74,10 @@ def knowledge_exemplars(
 
     ``extras["knowledge"]``: {"frequency": "high"|"low", "group": answer, "group_size",
     "cluster", "distance"}. ``encode``: texts -> (N, D) array (default
-    :func:`medrl.embeddings.encode`).
+    :func:`medrl.common.embeddings.encode`).
     """
     if encode is None:
-        from medrl.embeddings import encode
+        from medrl.common.embeddings import encode
     by_id = {r.id: r for r in records}
     if len(by_id) != len(records):
         raise ValueError("knowledge_exemplars: record ids must be unique")

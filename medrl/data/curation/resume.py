@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from medrl.data.record import DataError
-from medrl.jsonl import append_jsonl, iter_jsonl
+from medrl.common.jsonl import append_jsonl, iter_jsonl
 
 
 class ResultLog:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from medrl.data.record import DataError, VQARecord, is_open_ended_answer, normalize_answer_text
-from medrl.modality import modality_to_tag
+from medrl.common.modality import modality_to_tag
 
 
 def find_folder(data_dir: Path, names: Sequence[str], what: str, url: str, check=lambda p: p.is_dir()) -> Path:
@@ -35,7 +35,7 @@ def read_rows(path: Path) -> list[dict]:
 
             return pq.read_table(path).to_pylist()
         if suffix == ".jsonl":
-            from medrl.jsonl import read_jsonl
+            from medrl.common.jsonl import read_jsonl
 
             return read_jsonl(path)
         text = path.read_text(encoding="utf-8")
@@ -44,7 +44,7 @@ def read_rows(path: Path) -> list[dict]:
         except json.JSONDecodeError as exc:
             if "Extra data" not in str(exc):
                 raise
-            from medrl.jsonl import read_jsonl  # a .json file holding JSON lines (MedMCQA's release)
+            from medrl.common.jsonl import read_jsonl  # a .json file holding JSON lines (MedMCQA's release)
 
             return read_jsonl(path)
     except (OSError, ValueError) as exc:

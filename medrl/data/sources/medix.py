@@ -39,7 +39,7 @@ from medrl.data.sources._common import (
     split_of,
     want_split,
 )
-from medrl.modality import MODALITY_TAGS, modality_to_tag
+from medrl.common.modality import MODALITY_TAGS, modality_to_tag
 
 #: Source task -> config of the evaluation collection.
 EVAL_CONFIGS = {"pubmedqa": "pubmedqa", "pmc_vqa": "pmc_vqa", "pmc_vqa_hard": "pmc_vqa_hard",

@@ -21,7 +21,7 @@ import pickle
 from pathlib import Path
 
 from medrl.data.record import DataError, VQARecord, is_open_ended_answer, normalize_answer_text, normalize_answer_type
-from medrl.modality import modality_to_tag
+from medrl.common.modality import modality_to_tag
 
 SPLIT_DIRS = {"train": "train", "validate": "val", "test": "test"}
 SPLIT_ALIASES = {"val": "validate", "valid": "validate", "validation": "validate"}

@@ -339,8 +339,8 @@ def _write_image(path: Path, p: dict, cfg: PhantomConfig) -> None:
 
 
 def default_cache_dir() -> Path:
-    """``$MEDRL_CACHE/phantom`` (see :func:`medrl.paths.cache_dir`)."""
-    from medrl.paths import cache_dir
+    """``$MEDRL_CACHE/phantom`` (see :func:`medrl.common.paths.cache_dir`)."""
+    from medrl.common.paths import cache_dir
 
     return cache_dir() / "phantom"
 
@@ -350,7 +350,7 @@ DEFAULT_SIZES = {"train": 2000, "test": 800, "validation": 400}
 
 def record_from_params(p: dict, image: str | Path) -> VQARecord:
     """The :class:`VQARecord` of parameters ``p`` with its image at ``image``."""
-    from medrl.modality import modality_to_tag
+    from medrl.common.modality import modality_to_tag
 
     steps = gold_steps(p)
     ks = key_steps_of(p)
@@ -571,7 +571,7 @@ def phantom_texts(config: PhantomConfig | None = None, n: int = 400, *, seed: in
     import numpy as np
 
     from medrl.data.prompts import SYSTEM_PROMPTS
-    from medrl.modality import MODALITY_TAGS
+    from medrl.common.modality import MODALITY_TAGS
 
     # every question type's templates, whichever the config asks (warm-up errors and answers
     # name the other types' words too)

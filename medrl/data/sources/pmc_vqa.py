@@ -13,7 +13,7 @@ are multiple-choice (``open_ended`` False, ``extras["choices_in_prompt"]`` True)
 
 Modality tags (MediX-R1's modality reward needs one; the CSVs carry none): an explicit
 ``modality_tag`` (or ``Modality``) column wins when it names a known tag/modality; otherwise the
-documented keyword heuristic :func:`medrl.modality.infer_modality_tag` reads the question, the
+documented keyword heuristic :func:`medrl.common.modality.infer_modality_tag` reads the question, the
 ``Caption`` column and the figure file name. ``extras["modality_tag_source"]`` records which
 (``column``, ``heuristic:question``, ``heuristic:caption``, ``heuristic:file``); records it
 cannot tag keep ``modality_tag`` None (the modality reward then scores them 0, never excluded).
@@ -27,7 +27,7 @@ import re
 from pathlib import Path
 
 from medrl.data.record import DataError, VQARecord, is_open_ended_answer, normalize_answer_text
-from medrl.modality import infer_modality_tag, modality_to_tag
+from medrl.common.modality import infer_modality_tag, modality_to_tag
 
 SPLIT_FILES = {"train": ("train.csv", "train_2.csv"), "test": ("test_clean.csv", "test.csv", "test_2.csv")}
 IMAGE_DIRS = ("images", "figures", "images_2")

@@ -31,7 +31,7 @@ from pathlib import Path
 from medrl.data.images import outside_root_problem
 from medrl.data.record import DataError, VQARecord, is_open_ended_answer, normalize_answer_text, normalize_answer_type
 from medrl.data.validate import PROBLEMS_KEY, invalid_record
-from medrl.modality import modality_to_tag
+from medrl.common.modality import modality_to_tag
 
 SPLITS = {"train": "train.json", "validate": "validate.json", "test": "test.json"}
 SPLIT_ALIASES = {"val": "validate", "valid": "validate", "validation": "validate", "dev": "validate"}

@@ -25,7 +25,7 @@ from pathlib import Path
 from medrl.data.images import outside_root_problem
 from medrl.data.record import DataError, VQARecord, is_open_ended_answer, is_yes_no, normalize_answer_text, normalize_answer_type
 from medrl.data.validate import invalid_record
-from medrl.modality import modality_to_tag
+from medrl.common.modality import modality_to_tag
 
 OFFICIAL_FILE = "VQA_RAD Dataset Public.json"
 MEVF_FILES = {"train": "trainset.json", "test": "testset.json"}

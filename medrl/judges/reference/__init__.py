@@ -26,6 +26,7 @@ import json
 from typing import Any, Sequence
 
 from medrl.answer_guard import strip_answer
+from medrl.answers import option_label_match
 from medrl.judges.base import JUDGES, JudgeStats
 from medrl.judges.reference import answers, steps as _steps, tasks
 from medrl.judges.reference.words import canon_tokens, normalise, polarity
@@ -43,9 +44,6 @@ class ReferenceJudge:
             cosine >= 0.72 aligns, :mod:`.steps`). Answer correctness never uses a cosine
             (:mod:`.answers`).
         embedding_model: sentence-embedding model (default: offline all-MiniLM-L6-v2).
-
-    Other keywords (``embed_threshold``, ``f1_threshold`` from older configs) are accepted and
-    ignored.
     """
 
     name = "reference"
@@ -54,7 +52,7 @@ class ReferenceJudge:
     images = False
     supports_images = False
 
-    def __init__(self, *, use_embeddings: bool = True, embedding_model: str | None = None, **_ignored: Any):
+    def __init__(self, *, use_embeddings: bool = True, embedding_model: str | None = None):
         self.use_embeddings = use_embeddings
         self.embedding_model = embedding_model
         self.stats = JudgeStats()
@@ -105,7 +103,7 @@ class ReferenceJudge:
         if rubric == "binary":
             core = strip_answer(prediction)
             if len(core) == 1 and core.isalnum():  # option label or count (MediX-R1 App. A.2)
-                return Verdict.ok(float(answers._option_match(core, reference)), raw="option label / one character")
+                return Verdict.ok(float(option_label_match(core, reference)), raw="option label / one character")
             ok, why = self._correct(question, reference, prediction, allow_one_char=True)
             return Verdict.ok(1.0 if ok else 0.0, raw=why)
         if rubric == "report":

@@ -13,9 +13,8 @@ temporal lobe" for "right temporal lobe" has cosine > 0.9). The embedding reward
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
-from medrl.answers import option_label_match as _option_match  # noqa: F401 (kept for old imports)
 
 
 def _f1(p: Sequence[str], r: Sequence[str]) -> float:
@@ -28,14 +27,13 @@ def _f1(p: Sequence[str], r: Sequence[str]) -> float:
     return 2 * prec * rec / (prec + rec)
 
 
-def answer_correct(question: str, reference: str, prediction: str, *, allow_one_char: bool = False,
-                   **_unused: Any) -> tuple[bool, str]:
+def answer_correct(question: str, reference: str, prediction: str, *, allow_one_char: bool = False
+                   ) -> tuple[bool, str]:
     """Whether ``prediction`` answers ``question`` as ``reference`` does, and why.
 
     ``allow_one_char``: a one-character letter/digit may be the reference's option label
-    (MediX-R1 App. A.2 evaluation, :func:`_option_match`); otherwise it is judged like any answer. Other keywords (the judge's former
-    ``f1_threshold``, ``embed_threshold``, ``cosine``) are accepted and not used. Raises
-    ValueError on an empty reference.
+    (MediX-R1 App. A.2 evaluation, :func:`medrl.answers.option_label_match`); otherwise it is judged like
+    any answer. Raises ValueError on an empty reference.
     """
     from medrl.answers import Verdict, decide
 

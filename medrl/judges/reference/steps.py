@@ -58,7 +58,7 @@ from medrl.judges.reference.words import (
     _EVASION, _LOCATION_REGION, _META, _MODALITY_WORDS, _ORGANS, _aligned, _regions_of, _same_word, _sentences,
     canon_tokens,
 )
-from medrl.modality import modality_to_tag
+from medrl.common.modality import modality_to_tag
 from medrl.types import StepVerdict
 
 # ------------------------------------------------------------------ is it a statement?
@@ -348,7 +348,7 @@ class _StepContext:
     def _gold_cosines(self, step: str) -> list[float]:
         if not self.gold_sents or not self.use_embeddings:
             return [0.0] * len(self.gold_sents)
-        from medrl.embeddings import encode
+        from medrl.common.embeddings import encode
 
         if self._gold_emb is None:
             self._gold_emb = encode([canonical_text(g) for g in self.gold_sents], self.embedding_model)

@@ -7,15 +7,27 @@ object, so each registry knows which modules to import lazily on first lookup.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from typing import Any, Callable, Iterable
 
 
 class Registry:
-    def __init__(self, kind: str, modules: Iterable[str] = ()):
+    """Names -> objects of one kind.
+
+    ``modules`` are imported on the first lookup (each registers its objects); with
+    ``entry_point_group``, installed packages add theirs through
+    ``importlib.metadata.entry_points(group=...)`` (``[project.entry-points."medrl.methods"]
+    length_penalty = "my_pkg.methods:LengthPenalty"``): each entry point is loaded then and
+    registered under its name. An entry point that fails to load is no silent gap: looking its
+    name up raises the reason."""
+
+    def __init__(self, kind: str, modules: Iterable[str] = (), entry_point_group: str | None = None):
         self.kind = kind
         self._items: dict[str, Any] = {}
         self._modules = list(modules)
+        self._group = entry_point_group
+        self._broken: dict[str, str] = {}
         self._loaded = False
 
     def register(self, name: str | None = None) -> Callable[[Any], Any]:
@@ -37,14 +49,32 @@ class Registry:
             self._loaded = True
             for mod in self._modules:
                 importlib.import_module(mod)
+            if self._group:
+                self._load_entry_points()
+
+    def _load_entry_points(self) -> None:
+        from importlib.metadata import entry_points
+
+        for ep in entry_points(group=self._group):
+            if ep.name in self._items:
+                continue  # medrl's own name wins; the plugin is reachable by its import path
+            try:
+                obj = ep.load()
+            except Exception as exc:  # noqa: BLE001 - any import error of a plugin: keep the reason
+                self._broken[ep.name] = f"entry point {ep.name} = {ep.value!r} (group {self._group}) failed to " \
+                                        f"load: {type(exc).__name__}: {exc}"
+                continue
+            self.register(ep.name)(obj)
 
     def get(self, name: str) -> Any:
         self._load()
         try:
             return self._items[name]
         except KeyError:
+            if name in self._broken:
+                raise KeyError(f"{self.kind} {name!r}: {self._broken[name]}") from None
             known = ", ".join(sorted(self._items)) or "(none)"
-            raise KeyError(f"unknown {self.kind} {name!r}; known: {known}") from None
+            raise KeyError(f"unknown {self.kind} {name!r}{did_you_mean(name, self._items)}; known: {known}") from None
 
     def names(self) -> list[str]:
         self._load()
@@ -53,6 +83,14 @@ class Registry:
     def __contains__(self, name: str) -> bool:
         self._load()
         return name in self._items
+
+
+def did_you_mean(key: str, allowed: Iterable[str]) -> str:
+    """``"; did you mean 'shaping'?"`` or ``""`` (close matches among ``allowed``)."""
+    close = difflib.get_close_matches(str(key), [str(a) for a in allowed], n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return "; did you mean " + " or ".join(repr(c) for c in close) + "?"
 
 
 # --------------------------------------------------------------------------------------------

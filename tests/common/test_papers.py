@@ -246,7 +246,7 @@ def test_citations_name_papers_and_arxiv_ids_never_seed_files(capsys):
     from pathlib import Path
 
     from medrl.cli import main
-    from medrl.papers import METHODS, PAPERS, cite, resolve_citation
+    from medrl.common.papers import METHODS, PAPERS, cite, resolve_citation
     from medrl.train.recipes import list_recipes, load_recipe
 
     seed = re.compile(r"\b00[0-4]_(?:[0-9a-f]{4,}|\s|,|\b)")
@@ -261,7 +261,7 @@ def test_citations_name_papers_and_arxiv_ids_never_seed_files(capsys):
         with pytest.raises(SystemExit):
             main([cmd, "--help"])
         assert not seed.search(capsys.readouterr().out), cmd
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
         hits = [m.group(0) for m in seed.finditer(doc.read_text(encoding="utf-8"))]
         assert not hits, (doc.name, hits[:3])

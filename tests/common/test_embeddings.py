@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-from medrl.embeddings import PAPER_ENCODERS, REWARD_ENCODERS, substitute_encoders
+from medrl.common.embeddings import PAPER_ENCODERS, REWARD_ENCODERS, substitute_encoders
 from medrl.rewards import REWARDS
 from medrl.train.recipes import load_recipe
 
