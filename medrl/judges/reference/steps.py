@@ -28,8 +28,10 @@ About the step as a whole:
 ``step_prompt="paper"`` applies MRPO App. H.2's rules only, as :func:`medrl.judges.prompts.verify_steps`
 states them to an LLM judge under that name: meta-commentary, empty and repeated steps get 0/0,
 and every other step is judged as a whole by :meth:`_StepContext.judge` - no restatement rule (a
-step naming the answer contributes, H.2), no run-on rule, no per-claim split, and a bare noun
-phrase is judged on what it names (keyword stuffing, every option at once, stays meaningless).
+step naming the answer contributes, H.2; framed as a conclusion it is not tested as a repeat,
+H.2's late steps "reach the diagnostic conclusion"), no run-on rule, no per-claim split, and a
+bare noun phrase is judged on what it names (keyword stuffing, every option at once, stays
+meaningless).
 
 About what a statement says (:meth:`_StepContext.judge`, applied to the step and to each claim):
 
@@ -374,10 +376,11 @@ class _StepContext:
         if not terms:
             return StepVerdict(0, 0, "empty or meaningless")
         if self.paper:  # H.2: pure repetition is 0/0, everything else is judged as a whole
-            if repeats(terms, negated_tokens(text), [w for w, v in zip(seen, earlier)
-                                                     if not v.reason.startswith(_NOT_SAID)]):
+            concluding = restatement(text, self.question_text, self.reference) is not None
+            if not concluding and repeats(terms, negated_tokens(text), [w for w, v in zip(seen, earlier)
+                                                                        if not v.reason.startswith(_NOT_SAID)]):
                 return StepVerdict(0, 0, "repeats an earlier step")
-            return self.judge(text)
+            return self.judge(text)  # a conclusion naming the answer re-uses earlier words: no repeat
         restated = restatement(text, self.question_text, self.reference)
         if restated:
             # it adds nothing of its own: credited only as the closing conclusion of a trace whose
