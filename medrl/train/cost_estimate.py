@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
+from medrl.eval.cost import CHARS_PER_TOKEN, message_tokens as _tokens  # one token count for both estimates
 from medrl.judges.cost import Price, judge_price
 
 
@@ -29,13 +30,6 @@ def reward_judge_task(factory: Any) -> str | None:
 
 #: output tokens of one reply, by task (a YES/NO verdict; one JSON object per step)
 OUTPUT_TOKENS = {"answer_correct": 2, "consistency": 2, "verify_steps_per_step": 16}
-CHARS_PER_TOKEN = 4.0  # English text, for an estimate only
-
-
-def _tokens(messages: list[dict]) -> float:
-    chars = sum(len(m["content"]) if isinstance(m.get("content"), str)
-                else sum(len(p.get("text", "")) for p in m.get("content") or []) for m in messages)
-    return chars / CHARS_PER_TOKEN
 
 
 def estimate_judge_cost(recipe: Any, records: Sequence | int, *, price: Price | None = None,
