@@ -88,18 +88,23 @@ def estimate_eval_cost(rows: Sequence[dict], protocols: Sequence[str], *, rubric
             "output_tokens": int(round(tout)), "tokens": int(round(tin + tout)), "cost_usd": price.cost(tin, tout)}
 
 
+def estimate_lines(head: str, est: dict, price_hint: str) -> list[str]:
+    """The lines of a judge-cost estimate (this one and ``medrl train --dry-run``'s): ``head``,
+    requests per task, tokens, cost (``price_hint`` says how to give prices when unknown)."""
+    tasks = ", ".join(f"{t} {int(round(v)):,}" for t, v in est["requests"].items())
+    cost = f"unknown ({price_hint})" if est["cost_usd"] is None else f"${est['cost_usd']:.2f}"
+    return [head, f"  requests {est['requests_total']:,} ({tasks})",
+            f"  tokens {est['tokens']:,} ({est['input_tokens']:,} in, {est['output_tokens']:,} out; "
+            "~4 characters a token)", f"  cost {cost}"]
+
+
 def describe_eval_cost(est: dict) -> list[str]:
     """Lines for ``medrl eval --dry-run``."""
     if not est["requests_total"]:
         return ["judge estimate: no judge request"]
-    tasks = ", ".join(f"{t} {v:,}" for t, v in est["requests"].items())
-    cost = "unknown (give --judge-price IN OUT, US dollars per million tokens)" if est["cost_usd"] is None \
-        else f"${est['cost_usd']:.2f}"
-    return [f"judge estimate ({est['outputs']:,} outputs; {est['rounds']} evaluation round(s) per grade; "
-            f"step prompt {est['step_prompt']}; before cache, guard and exact-match savings):",
-            f"  requests {est['requests_total']:,} ({tasks})",
-            f"  tokens {est['tokens']:,} ({est['input_tokens']:,} in, {est['output_tokens']:,} out; ~4 characters a token)",
-            f"  cost {cost}"]
+    return estimate_lines(f"judge estimate ({est['outputs']:,} outputs; {est['rounds']} evaluation round(s) per "
+                          f"grade; step prompt {est['step_prompt']}; before cache, guard and exact-match savings):",
+                          est, "give --judge-price IN OUT, US dollars per million tokens")
 
 
-__all__ = ["CHARS_PER_TOKEN", "describe_eval_cost", "estimate_eval_cost", "message_tokens"]
+__all__ = ["CHARS_PER_TOKEN", "describe_eval_cost", "estimate_eval_cost", "estimate_lines", "message_tokens"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from medrl.eval.cost import CHARS_PER_TOKEN, message_tokens as _tokens  # one token count for both estimates
+from medrl.eval.cost import CHARS_PER_TOKEN, estimate_lines, message_tokens as _tokens  # shared with eval's estimate
 from medrl.judges.cost import Price, judge_price
 
 
@@ -125,13 +125,8 @@ def describe_estimate(est: dict) -> list[str]:
     """Lines for ``medrl train --dry-run``."""
     if not est["requests_total"]:
         return ["judge estimate: no judged reward, no judge request"]
-    tasks = ", ".join(f"{t} {int(round(v)):,}" for t, v in est["requests"].items())
-    cost = "unknown (set judge.price_in_per_mtok / judge.price_out_per_mtok)" if est["cost_usd"] is None \
-        else f"${est['cost_usd']:.2f}"
-    return [f"judge estimate ({est['rollouts']:,} rollouts: {est['basis']}; before cache and guard savings):",
-            f"  requests {est['requests_total']:,} ({tasks})",
-            f"  tokens {est['tokens']:,} ({est['input_tokens']:,} in, {est['output_tokens']:,} out; ~4 characters a token)",
-            f"  cost {cost}"]
+    return estimate_lines(f"judge estimate ({est['rollouts']:,} rollouts: {est['basis']}; before cache and guard "
+                          "savings):", est, "set judge.price_in_per_mtok / judge.price_out_per_mtok")
 
 
 __all__ = ["CHARS_PER_TOKEN", "OUTPUT_TOKENS", "describe_estimate", "estimate_judge_cost", "reward_judge_task"]
