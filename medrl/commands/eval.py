@@ -27,10 +27,13 @@ gets the images by default (MRPO's judge sees the image); --no-judge-images turn
 
 Protocols (--protocol, comma-separated; docs/evaluation.md): standard (default; closed questions
 by exact match, open by the judge; closed, open and overall accuracy, per modality/organ),
-mrpo (MRPO App. H.1 O/X accuracy with the image when the judge takes images, App. H.2 step
-verification; open-ended questions only; pooled average as Table 2), medix (MediX-R1 binary
-JSON score, 0-5 report rubric; macro average, text-only / image+text), armed (ARMed: HSS Eq. 15
-on every non-multiple-choice question, accuracy on multiple choice, macro in-/out-of-domain).
+mrpo (MRPO App. H.1's lenient O/X check with the image when the judge takes images, App. H.2's
+step prompt; open-ended questions only; pooled average as Table 2), mrpo_strict (the same with
+medrl's strict answer check), medix (MediX-R1 binary JSON score, 0-5 report rubric, each asked
+in 3 judge rounds - majority / mean - unless --judge-rounds says otherwise; macro average,
+text-only / image+text), armed (ARMed: HSS Eq. 15 on every non-multiple-choice question,
+accuracy on multiple choice, macro in-/out-of-domain). --dry-run loads the data and prints the
+judge requests, tokens and (with --judge-price) cost, then stops.
 --max-new-tokens defaults to the model's trained completion length (else 1024); outputs cut off
 at the limit are counted as truncated. Several protocols on the
 same saved outputs give one metric set each in one report:
@@ -100,9 +103,10 @@ def add_arguments(p) -> None:
     p.add_argument("--rescore", metavar="EVAL_DIR", help="score EVAL_DIR's saved outputs with --judge into --out")
     p.add_argument("--protocol", default="standard", metavar="NAME[,NAME...]",
                    help="eval protocol(s), comma-separated: standard (default: closed by exact match, open by "
-                        "the judge, closed/open/overall accuracy, per modality/organ), mrpo (MRPO App. H.1 O/X "
-                        "accuracy + H.2 step verification, open questions), medix (MediX-R1 binary JSON / 0-5 "
-                        "report rubric), armed (ARMed HSS + judged accuracy, in/out-of-domain). See docs/evaluation.md")
+                        "the judge, closed/open/overall accuracy, per modality/organ), mrpo (MRPO App. H.1's lenient "
+                        "O/X check + H.2 step prompt, open questions), mrpo_strict (the same with medrl's strict "
+                        "answer check), medix (MediX-R1 binary JSON / 0-5 report rubric, 3 judge rounds), armed "
+                        "(ARMed HSS + judged accuracy, in/out-of-domain). See docs/evaluation.md")
     p.add_argument("--suite", default=None, metavar="NAME",
                    help="a paper's benchmark set instead of --data: huatuo (VQA-RAD, SLAKE, PathVQA, PMC-VQA, "
                         "OmniMedVQA, MMMU Health & Medicine), mrpo (MRPO Table 2: 3 in- + 5 out-of-distribution sets), "
@@ -111,6 +115,14 @@ def add_arguments(p) -> None:
     p.add_argument("--rubric", nargs="+", default=["binary"], choices=["binary", "report", "none"],
                    help="judge rubrics graded on every output besides what the protocols need: binary (MediX-R1 "
                         "JSON grade; `medrl analyze agreement` reads it), report (0-5), none (default: binary)")
+    p.add_argument("--judge-rounds", type=int, default=None, metavar="N",
+                   help="ask the judge N times per grade in one conversation, each time to re-evaluate, and take "
+                        "the majority (binary) or mean (report rubric), as MediX-R1's evaluation code does. "
+                        "Default: 3 with --protocol medix, else 1")
+    p.add_argument("--judge-price", type=float, nargs=2, default=None, metavar=("IN", "OUT"),
+                   help="US dollars per million judge input / output tokens, for the --dry-run cost")
+    p.add_argument("--dry-run", action="store_true",
+                   help="load the data, print the judge requests, tokens and cost the eval would spend, and stop")
     p.add_argument("--no-steps", action="store_true", help="skip step verification (no FFP/FAR later)")
     p.add_argument("--no-text-metrics", action="store_true", help="skip ROUGE/BLEU/BERTScore/cosine/HSS")
     p.add_argument("--embedding-model", default=None, help="sentence encoder for the cosine (default: MiniLM)")
@@ -203,6 +215,7 @@ def run(args) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     try:
         protocols = parse_protocols(args.protocol)
+        rounds = judge_rounds(args, protocols)
         if args.suite:
             _apply_suite(args)
     except (ValueError, KeyError) as exc:
@@ -211,7 +224,7 @@ def run(args) -> int:
     try:
         judge = build_judge(args.judge, base_url=args.judge_base_url, api_key_env=args.judge_api_key_env,
                             cache_path=args.judge_cache, concurrency=args.concurrency,
-                            **({"answer_format": "o_x"} if "mrpo" in protocols else {}),
+                            **({"answer_format": "o_x"} if _mrpo(protocols) else {}),
                             images=_judge_images(args, protocols),
                             image_max_side=getattr(args, "judge_image_size", None),
                             **_judge_time_limits(args))
@@ -223,8 +236,10 @@ def run(args) -> int:
     common = dict(rubrics=[r for r in args.rubric if r != "none"], protocols=protocols, verify_steps=not args.no_steps, text_metrics=not args.no_text_metrics,
                   embedding_model=args.embedding_model,
                   bertscore_model=args.bertscore_model, concurrency=args.concurrency, n_boot=args.bootstrap,
-                  seed=args.seed, overwrite=args.overwrite,
+                  seed=args.seed, overwrite=args.overwrite, judge_rounds=rounds,
                   rescore_unscored=bool(getattr(args, "rescore_unscored", False)))
+    if getattr(args, "dry_run", False):
+        return dry_run(args, common, protocols)
     # one writer per folder: a second one raises RunLockedError, exit code LOCKED (medrl.cli)
     from medrl.commands.run_folder import run_in_folder
 
@@ -330,11 +345,52 @@ def _judge_images(args, protocols) -> bool:
     setting = getattr(args, "judge_images", None)
     if setting is not None:
         return bool(setting)
-    if "mrpo" in protocols:
+    if _mrpo(protocols):
         from medrl.judges.factory import resolve_images
 
         return resolve_images(args.judge, "auto")
     return False
+
+
+def _mrpo(protocols) -> bool:
+    from medrl.eval.protocols import MRPO_PROTOCOLS
+
+    return any(p in MRPO_PROTOCOLS for p in protocols)
+
+
+def judge_rounds(args, protocols) -> int:
+    """--judge-rounds when given, else 3 under the ``medix`` protocol (MediX-R1's released
+    ``eval/utils.py`` asks its judge three times), else 1."""
+    n = getattr(args, "judge_rounds", None)
+    if n is None:
+        return 3 if "medix" in protocols else 1
+    if n < 1:
+        raise ValueError(f"--judge-rounds must be at least 1, got {n}")
+    return int(n)
+
+
+def dry_run(args, common: dict, protocols) -> int:
+    """``--dry-run``: the judge cost of the eval (:func:`medrl.eval.cost.estimate_eval_cost`), no
+    generation and no judge request."""
+    from medrl.eval.cost import describe_eval_cost, estimate_eval_cost
+    from medrl.eval.scoring import base_row
+    from medrl.judges.cost import Price
+
+    if args.rescore:
+        from medrl.eval.runner import read_rows
+
+        from pathlib import Path
+
+        rows = read_rows(Path(args.rescore) / "generations.jsonl")
+    else:
+        rows = [base_row(rec, d.name, d.domain, "") for d in load_datasets(args) for rec in d.records]
+    price = Price(*args.judge_price) if getattr(args, "judge_price", None) else None
+    est = estimate_eval_cost(rows, protocols, rubrics=common["rubrics"], verify_steps=common["verify_steps"],
+                             judge_rounds=common["judge_rounds"], samples=max(0, getattr(args, "samples", 0) or 0),
+                             price=price)
+    for line in describe_eval_cost(est):
+        print(line)
+    return 0
 
 
 def _judge_time_limits(args) -> dict:

@@ -68,6 +68,10 @@ def add_arguments(p) -> None:
                    help="record the headline numbers in this file instead (maintainers refresh the shipped "
                    "medrl/judges/labels/judge_agreement.json this way)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--step-prompt", nargs="+", default=["hardened"], choices=["paper", "hardened"], metavar="NAME",
+                   help="step-verification prompt(s) to measure each judge under: hardened (default; medrl's rules "
+                        "against gaming) and/or paper (MRPO App. H.2 as stated, the mrpo recipe's default); "
+                        "each other than hardened is reported as '<judge> [step_prompt=NAME]'")
 
 
 def _options(args, spec: str) -> dict:
@@ -103,7 +107,7 @@ def run(args) -> int:
                 require_image_support(j)
         metrics = run_bench(judges, args.out, labels=args.labels, data_root=args.data_root,
                             concurrency=args.concurrency, progress=not args.quiet, record=not args.no_record,
-                            record_path=args.record_file, limit=args.limit)
+                            record_path=args.record_file, limit=args.limit, step_prompts=args.step_prompt)
     except (LabelError, FileNotFoundError, ValueError) as exc:
         print(f"medrl judge-bench: error: {exc}")
         return 2

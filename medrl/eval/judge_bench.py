@@ -193,8 +193,10 @@ async def _judge_answer(judge: Any, item: dict, image: Any) -> dict:
     return {"verdict": bool(v.value), "raw": v.raw}
 
 
-async def _judge_trace(judge: Any, item: dict, image: Any) -> dict:
+async def _judge_trace(judge: Any, item: dict, image: Any, step_prompt: str = "hardened") -> dict:
     kw = {"image": image} if image is not None else {}
+    if step_prompt != "hardened":  # a judge is asked for another rule set by name (medrl.judges.prompts)
+        kw["step_prompt"] = step_prompt
     steps = list(item["steps"])
     gold = item.get("gold_reasoning") or None
     evidence = None if gold else {"answer": item["reference"]}
@@ -220,7 +222,7 @@ async def _judge_trace(judge: Any, item: dict, image: Any) -> dict:
 
 def run_judge(judge: Any, spec: str, items: Sequence[dict], out_dir: str | Path, *,
               data_root: Path | None = None, concurrency: int = 8, chunk_size: int = 32,
-              progress: bool = True) -> list[dict]:
+              progress: bool = True, step_prompt: str = "hardened") -> list[dict]:
     """Judge every item that ``verdicts/<judge>.jsonl`` lacks (or holds only unscored: outages are
     retried), a chunk at a time (appended and flushed after each chunk), and add this run's
     calls, cache hits, tokens and seconds to ``stats/<judge>.json``. Returns the verdict rows of
@@ -251,7 +253,8 @@ def run_judge(judge: Any, spec: str, items: Sequence[dict], out_dir: str | Path,
 
             async def one(key: str, it: dict) -> dict:
                 image = _image_for(it, data_root) if wants_images else None
-                res = await (_judge_trace if it["type"] == "trace" else _judge_answer)(judge, it, image)
+                res = await (_judge_trace(judge, it, image, step_prompt) if it["type"] == "trace"
+                             else _judge_answer(judge, it, image))
                 return {"key": key, "id": it["id"], "type": it["type"], **res}
 
             rows = run_sync(gather_bounded([one(k, it) for k, it in chunk], concurrency))
@@ -422,9 +425,13 @@ def summary_of(m: dict) -> dict:
 def run_bench(judges: Sequence[str | Any], out_dir: str | Path, *, labels: str | Path | None = None,
               data_root: str | Path | None = None, judge_options: dict | None = None,
               concurrency: int = 8, chunk_size: int = 32, progress: bool = True,
-              record: bool = True, record_path: str | Path | None = None, limit: int | None = None) -> dict:
+              record: bool = True, record_path: str | Path | None = None, limit: int | None = None,
+              step_prompts: Sequence[str] = ("hardened",)) -> dict:
     """Run each judge over the labelled file, write ``metrics.json`` and the report, return the
     metrics. ``judges``: specs (``"reference"``, ``"openai:<model>"``) or judge objects.
+    ``step_prompts``: the step-verification prompts to measure each judge under
+    (:data:`medrl.judges.prompts.STEP_PROMPTS`); a prompt other than ``"hardened"`` is reported as
+    the judge ``"<name> [step_prompt=<prompt>]"``.
     ``judge_options`` go to :func:`medrl.judges.build_judge` (base_url, cache_path, ...).
     ``record``: also store each judge's headline numbers in the cache folder's
     ``judge_agreement.json`` (or ``record_path``) so :func:`known_agreement` finds them."""
@@ -444,16 +451,23 @@ def run_bench(judges: Sequence[str | Any], out_dir: str | Path, *, labels: str |
         "data_root": str(root) if root else None, "measured": _dt.date.today().isoformat(),
         "medrl_version": _version(), "judges": {},
     }
-    for spec in judges:
+    from medrl.judges.prompts import STEP_PROMPTS
+
+    for sp in step_prompts:
+        if sp not in STEP_PROMPTS:
+            raise ValueError(f"step prompt must be one of {', '.join(STEP_PROMPTS)}, got {sp!r}")
+    runs = [(spec, sp) for spec in judges for sp in step_prompts]
+    for spec, sp in runs:
         judge = build_judge(spec, **(judge_options or {})) if isinstance(spec, str) else spec
         name = spec if isinstance(spec, str) else getattr(judge, "name", type(judge).__name__)
+        name = name if sp == "hardened" else f"{name} [step_prompt={sp}]"
         if getattr(judge, "images", False):  # every image must resolve before the first request
             if root is None:
                 raise FileNotFoundError(f"judge {name} takes images but no data folder was found; pass --data-root")
             for it in items:
                 _image_for(it, root)
         rows = run_judge(judge, name, items, out_dir, data_root=root, concurrency=concurrency,
-                         chunk_size=chunk_size, progress=progress)
+                         chunk_size=chunk_size, progress=progress, step_prompt=sp)
         a_rows = [r for r in rows if r["type"] == "answer"]
         t_rows = [r for r in rows if r["type"] == "trace"]
         m = {"answers": answer_metrics(answers, a_rows) if answers else None,

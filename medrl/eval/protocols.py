@@ -17,7 +17,11 @@ Per-row scores the protocols read (computed once, shared by every protocol that 
 - ``judge_answer``: the shared answer-correctness decision
   :func:`medrl.rewards.correctness.decide_correct_async` with ``mode="judge"`` (the guard, an
   exact match, then ``judge.answer_correct``; with the record's image when the judge was built
-  to take images) - the same decision training uses.
+  to take images) - the same strict decision training uses.
+- ``judge_answer_h1``: MRPO App. H.1's lenient check (:func:`medrl.eval.scoring.answer_h1`):
+  an empty answer is wrong and an exact match right without a call; every other answer goes to
+  ``judge.answer_correct(..., check="paper")`` - the judge alone decides whether it matches or is
+  a good enough answer, O/X, with no answer guard in front.
 - ``judge_binary`` / ``judge_report``: MediX-R1's evaluation grades (``judge.grade``).
 - ``hss`` and the text metrics; ``step_verdicts`` (MRPO Eq. 3).
 
@@ -35,11 +39,14 @@ Averages over datasets: macro (mean of the dataset means).
 
 ``mrpo`` - MRPO (arXiv 2606.31825, Sec. 5.1, App. C.1, H.1, H.2): open-ended questions only
 (papers' sense: not yes/no, not multiple choice); accuracy = the judge's O/X verdict with App.
-H.1's acceptance criterion (the answer matches the reference or is a good enough answer to the
-question; prompt :func:`medrl.judges.prompts.answer_correct` with ``answer_format="o_x"``; the
-image is attached whenever the judge takes images), plus step verification (App. H.2,
-:func:`medrl.judges.prompts.verify_steps`): the share of valid steps per output (a step is
-valid when gold_alignment or answer_contribution is 1, Eq. 3). Table 2's "AVG" is the pooled
+H.1's check alone (``judge_answer_h1``: the answer matches the reference or is a good enough
+answer to the question; prompt :func:`medrl.judges.prompts.answer_correct` with
+``check="paper"``; the image is attached whenever the judge takes images), plus step
+verification with App. H.2's prompt (:func:`medrl.judges.prompts.verify_steps`,
+``step_prompt="paper"``): the share of valid steps per output (a step is valid when
+gold_alignment or answer_contribution is 1, Eq. 3). ``mrpo_strict`` is the same protocol with
+this project's strict answer decision (``judge_answer``, the one training uses) in place of
+H.1's. Table 2's "AVG" is the pooled
 (sample-weighted) accuracy over all benchmarks (:func:`medrl.eval.stats.pooled_average`: it
 reproduces the paper's 26.79 for Qwen2.5-VL-7B MRPO from the per-dataset accuracies and test
 sizes; the macro average gives 29.54), so ``average="pooled"``. Beside it, ``accuracy_answered`` is the
@@ -80,7 +87,7 @@ PROTOCOLS = Registry("eval protocol", modules=["medrl.eval.protocols"])
 DEFAULT_PROTOCOL = "standard"
 
 #: Judge/score tasks a protocol can ask for one row.
-TASKS = ("exact", "judge_answer", "grade_binary", "grade_report", "steps", "text")
+TASKS = ("exact", "judge_answer", "judge_answer_h1", "grade_binary", "grade_report", "steps", "text")
 
 REPORT_MIN_WORDS = 30
 
@@ -259,6 +266,10 @@ def _standard_values(row: dict) -> dict:
 
 
 def _mrpo_tasks(row: dict) -> set[str]:
+    return {"judge_answer_h1", "steps"} if is_open_papers(row) else set()
+
+
+def _mrpo_strict_tasks(row: dict) -> set[str]:
     return {"judge_answer", "steps"} if is_open_papers(row) else set()
 
 
@@ -273,15 +284,20 @@ def _has_answer(row: dict) -> bool:
     return bool(str(ans or "").strip())
 
 
-def _mrpo_values(row: dict) -> dict:
+def _mrpo_values(row: dict, key: str = "judge_answer_h1") -> dict:
     """``accuracy`` counts an output without an ``<answer>`` as wrong; ``accuracy_answered`` is
     MRPO's own evaluation script (dmis-lab/MRPO ``Eval_code/Answer_Evaluation.py``: accuracy =
-    O / (O + X), outputs without an answer are left out of the denominator)."""
+    O / (O + X), outputs without an answer are left out of the denominator). ``key``: the
+    answer decision read (H.1's, or the strict one for ``mrpo_strict``)."""
     if not is_open_papers(row):
         return {}
-    acc = _score(row, "judge_answer")
+    acc = _score(row, key)
     return {"accuracy": acc, "accuracy_answered": acc if _has_answer(row) else MISSING,
             "valid_steps": _step_share(row)}
+
+
+def _mrpo_strict_values(row: dict) -> dict:
+    return _mrpo_values(row, "judge_answer")
 
 
 def _medix_tasks(row: dict) -> set[str]:
@@ -332,15 +348,42 @@ MRPO = _register(Protocol(
     name="mrpo",
     paper="MRPO (Jung et al. 2026, arXiv 2606.31825) Sec. 5.1, App. C.1, H.1 (O/X answer check), "
           "H.2 (step verification), Table 2 (pooled AVG)",
-    description="open-ended questions only; judged O/X accuracy, accepting an answer that matches the "
-                "reference or answers the question well enough (with the image when the judge takes "
-                "images), and the share of valid reasoning steps (Eq. 3); AVG pooled over all outputs",
-    prompt="medrl.judges.prompts.answer_correct(answer_format='o_x') and medrl.judges.prompts.verify_steps",
+    description="open-ended questions only; judged O/X accuracy with App. H.1's check alone, accepting an "
+                "answer that matches the reference or answers the question well enough (with the image when "
+                "the judge takes images), and the share of valid reasoning steps under App. H.2's prompt "
+                "(Eq. 3); AVG pooled over all outputs",
+    prompt="medrl.judges.prompts.answer_correct(check='paper') and medrl.judges.prompts.verify_steps(step_prompt='paper')",
     metrics=(Metric("accuracy", "Accuracy (%)"),
              Metric("accuracy_answered", "Accuracy, answered only (%) (MRPO script's denominator)"),
              Metric("valid_steps", "Valid steps (%)")),
     main="accuracy", tasks_fn=_mrpo_tasks, values_fn=_mrpo_values, open_only=True, average="pooled",
 ))
+
+MRPO_STRICT = _register(Protocol(
+    name="mrpo_strict",
+    paper="MRPO (Jung et al. 2026, arXiv 2606.31825) Sec. 5.1, App. C.1, H.2, Table 2, with this project's "
+          "strict answer check in place of App. H.1's",
+    description="as mrpo, but accuracy is the strict answer decision training uses (answer guard, exact "
+                "match, then the judge's strict check): hedges, lists and near misses are wrong",
+    prompt="medrl.judges.prompts.answer_correct (strict) and medrl.judges.prompts.verify_steps(step_prompt='paper')",
+    metrics=MRPO.metrics, main="accuracy", tasks_fn=_mrpo_strict_tasks, values_fn=_mrpo_strict_values,
+    open_only=True, average="pooled",
+))
+
+#: protocols that follow MRPO's evaluation: judged O/X answers and App. H.2 step verification
+MRPO_PROTOCOLS = ("mrpo", "mrpo_strict")
+
+
+def step_prompt_for(protocols: Sequence[str]) -> str:
+    """The step-verification prompt of an eval scored under ``protocols``: MRPO App. H.2's
+    (``"paper"``) when one of them is an MRPO protocol, else ``"hardened"``."""
+    return "paper" if any(p in MRPO_PROTOCOLS for p in protocols) else "hardened"
+
+
+def answer_key(protocol: str | None) -> str:
+    """The per-row answer decision a protocol reads (``judge_answer_h1`` for ``mrpo``)."""
+    return "judge_answer_h1" if protocol == "mrpo" else "judge_answer"
+
 
 MEDIX = _register(Protocol(
     name="medix",

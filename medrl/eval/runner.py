@@ -220,7 +220,7 @@ def score_stage(gen_rows: Sequence[dict], judge: Any, out_dir: Path, *, rubrics:
                 verify_steps: bool = True, text_metrics: bool = True, embedding_model: str | None = None,
                 bertscore_model: str | None = None,
                 chunk_size: int = 32, concurrency: int = 16, progress: bool = True,
-                protocols: Sequence[str] = (), filename: str = "outputs.jsonl") -> list[dict]:
+                protocols: Sequence[str] = (), filename: str = "outputs.jsonl", judge_rounds: int = 1) -> list[dict]:
     """Score what ``outputs.jsonl`` (or ``filename``) lacks, ``chunk_size`` rows at a time
     (appended and flushed after each chunk). Returns all scored rows in the order of ``gen_rows``."""
     path = out_dir / filename
@@ -240,7 +240,8 @@ def score_stage(gen_rows: Sequence[dict], judge: Any, out_dir: Path, *, rubrics:
         for chunk in _batches(todo, chunk_size):
             scored = score_rows(chunk, judge, rubrics=rubrics, verify_steps=verify_steps,
                                 text_metrics=text_metrics, embedding_model=embedding_model,
-                                bertscore_model=bertscore_model, concurrency=concurrency, protocols=protocols)
+                                bertscore_model=bertscore_model, concurrency=concurrency, protocols=protocols,
+                                judge_rounds=judge_rounds)
             _append_rows(path, scored)
             for r in scored:
                 done[r["key"]] = r
@@ -344,13 +345,14 @@ def run_eval(datasets: Sequence[EvalDataset], generate_fn: GenerateFn, judge: An
              batch_size: int = 8, chunk_size: int = 32, concurrency: int = 16, n_boot: int = 1000,
              seed: int = 0, overwrite: bool = False, progress: bool = True,
              rescore_unscored: bool = False, protocols: Sequence[str] = (), samples: int = 0,
-             sample_temperature: float = 1.0, pass_ks: Sequence[int] | None = None) -> dict:
+             sample_temperature: float = 1.0, pass_ks: Sequence[int] | None = None, judge_rounds: int = 1) -> dict:
     """Generate on every dataset, save every full output, score, summarize and report.
 
     ``samples=n`` (> 0) also draws ``n`` outputs per record at ``sample_temperature`` (> 0)
     with the same ``generate_fn``, scores them (answers only: no step verification, no text
     metrics) and reports pass@k for ``pass_ks`` (default 1, 2, 4, ..., n; CAPO Fig. 7) under the
     first protocol (:func:`pass_at_k_stage`). The greedy outputs stay the eval's main result.
+    ``judge_rounds``: evaluation rounds of every rubric grade (MediX-R1, :mod:`medrl.eval.scoring`).
 
     Resumable: rerun with the same arguments after an interruption and only the missing
     generations and scores (and the scores left unscored) are computed. A different judge is
@@ -369,6 +371,7 @@ def run_eval(datasets: Sequence[EvalDataset], generate_fn: GenerateFn, judge: An
         "verify_steps": bool(verify_steps),
         "text_metrics": bool(text_metrics),
         "protocols": list(protocols),
+        **_judge_settings(protocols, judge_rounds),
     }
     if embedding_model or bertscore_model:  # text-metric encoders other than the offline MiniLM
         config["encoders"] = {"embedding_model": embedding_model, "bertscore_model": bertscore_model}
@@ -388,14 +391,14 @@ def run_eval(datasets: Sequence[EvalDataset], generate_fn: GenerateFn, judge: An
     rows = score_stage(gen_rows, judge, out_dir, rubrics=rubrics, verify_steps=verify_steps,
                        text_metrics=text_metrics, embedding_model=embedding_model, chunk_size=chunk_size,
                        bertscore_model=bertscore_model, concurrency=concurrency, progress=progress,
-                       protocols=protocols)
+                       protocols=protocols, judge_rounds=judge_rounds)
     if samples:
         s_rows = sample_stage(datasets, generate_fn, out_dir, n=int(samples), temperature=float(sample_temperature),
                               batch_size=batch_size, progress=progress)
         s_rows = score_stage(s_rows, judge, out_dir, rubrics=rubrics, verify_steps=False, text_metrics=False,
                              chunk_size=chunk_size, concurrency=concurrency, progress=progress,
                              protocols=list(protocols) or [config["samples"]["protocol"]],
-                             filename=SAMPLES_SCORED_FILE)
+                             filename=SAMPLES_SCORED_FILE, judge_rounds=judge_rounds)
         pass_at_k_stage(s_rows, out_dir, protocol=config["samples"]["protocol"], ks=pass_ks)
     return finish(out_dir, rows, config, judge, n_boot=n_boot, seed=seed)
 
@@ -405,7 +408,7 @@ def rescore_run(src_dir: str | Path, judge: Any, out_dir: str | Path, *, rubrics
                 bertscore_model: str | None = None,
                 chunk_size: int = 32, concurrency: int = 16, n_boot: int = 1000, seed: int = 0,
                 overwrite: bool = False, progress: bool = True, rescore_unscored: bool = False,
-                protocols: Sequence[str] = ()) -> dict:
+                protocols: Sequence[str] = (), judge_rounds: int = 1) -> dict:
     """Score the saved generations of ``src_dir`` with another judge into ``out_dir`` (no
     generation; MRPO App. B.2 cross-judge evaluation). Resumable like :func:`run_eval`."""
     src_dir, out_dir = Path(src_dir), Path(out_dir)
@@ -423,15 +426,23 @@ def rescore_run(src_dir: str | Path, judge: Any, out_dir: str | Path, *, rubrics
     out_dir.mkdir(parents=True, exist_ok=True)
     config = {**src_cfg, "judge": judge_identity(judge), "rubrics": list(rubrics),
               "verify_steps": bool(verify_steps), "text_metrics": bool(text_metrics),
-              "rescored_from": str(src_dir), "protocols": list(protocols)}
+              "rescored_from": str(src_dir), "protocols": list(protocols), **_judge_settings(protocols, judge_rounds)}
     config.pop("judges_used", None)
     _check_config(out_dir, config, overwrite, rescore_unscored)
     write_jsonl(out_dir / "generations.jsonl", gen_rows)
     rows = score_stage(gen_rows, judge, out_dir, rubrics=rubrics, verify_steps=verify_steps,
                        text_metrics=text_metrics, embedding_model=embedding_model, chunk_size=chunk_size,
                        bertscore_model=bertscore_model, concurrency=concurrency, progress=progress,
-                       protocols=protocols)
+                       protocols=protocols, judge_rounds=judge_rounds)
     return finish(out_dir, rows, config, judge, n_boot=n_boot, seed=seed)
+
+
+def _judge_settings(protocols: Sequence[str], judge_rounds: int) -> dict:
+    """What, beside the judge itself, decides its verdicts (stored in ``config.json``): the step
+    prompt the protocols use and the evaluation rounds of each grade."""
+    from medrl.eval.protocols import step_prompt_for
+
+    return {"step_prompt": step_prompt_for(protocols), "judge_rounds": int(judge_rounds)}
 
 
 def load_run(run_dir: str | Path) -> list[dict]:

@@ -8,8 +8,9 @@ and App. B.2):
   (:func:`prediction_text`).
 - Per-row scores: ``judge_binary`` = the judge's binary grade (``grade(..., rubric="binary")``,
   0/1; MediX-R1 App. A.2); ``judge_report`` = the 0-5 rubric (MediX-R1 App. A.3);
-  ``judge_answer`` = the shared answer-correctness decision with the judge (MRPO App. H.1 O/X
-  when the judge uses that format); ``exact`` = closed questions decided without a judge. Which
+  ``judge_answer`` = the shared (strict) answer-correctness decision with the judge;
+  ``judge_answer_h1`` = MRPO App. H.1's lenient check (:func:`answer_h1`); ``exact`` = closed
+  questions decided without a judge. Which
   rows get which score is set by the eval protocols (:mod:`medrl.eval.protocols`), which also
   turn them into the reported numbers.
 - An output with no answer text (empty, or a single character after stripping '.') is scored
@@ -18,7 +19,12 @@ and App. B.2):
 - A judge verdict that is not scored (outage, unparseable reply) leaves that score ``None``: the
   output is excluded from that metric and counted, never taken as 0 or 1.
 - Step verification (MRPO Eq. 3, Sec. 3) rates every reasoning step of an output in one call;
-  its verdicts feed :mod:`medrl.eval.analysis` (FFP/FAR).
+  its verdicts feed :mod:`medrl.eval.analysis` (FFP/FAR). Under an MRPO protocol the judge gets
+  App. H.2's prompt (``step_prompt="paper"``), else the hardened one
+  (:func:`medrl.eval.protocols.step_prompt_for`); the row records which (``judge.step_prompt``).
+- Evaluation rounds (MediX-R1's released ``eval/utils.py``): ``judge_rounds`` > 1 asks the
+  grading judge that many times in one conversation, each time to re-evaluate; the binary grade
+  is the majority, the report rubric the mean (:func:`medrl.judges.base.combine_rounds`).
 - Text metrics: ROUGE-1, BLEU-1, BERTScore F1, embedding cosine and HSS (ARMed, arXiv
   2508.12957, Eq. 15) via :func:`medrl.rewards.hss.hss_batch`.
 - Truncation: an output cut off at the generation limit (no closing answer tag,
@@ -40,7 +46,7 @@ from medrl.parsing import completion_steps, parse_response, prediction_text  # n
 RUBRICS = ("binary", "report")
 TEXT_METRICS = ("rouge1", "bleu1", "bertscore", "cosine", "hss")
 #: Every score key a scored row may carry, in report order.
-SCORE_KEYS = ("judge_binary", "judge_report", "judge_answer", "exact") + TEXT_METRICS
+SCORE_KEYS = ("judge_binary", "judge_report", "judge_answer", "judge_answer_h1", "exact") + TEXT_METRICS
 
 
 
@@ -119,6 +125,7 @@ def score_rows(
     bertscore_model: str | None = None,
     concurrency: int = 16,
     protocols: Sequence[str] = (),
+    judge_rounds: int = 1,
 ) -> list[dict]:
     """Score base rows (see :func:`base_row`); returns new dicts with ``answer``,
     ``prediction``, ``well_formed``, ``scores``, ``judge``, ``steps`` and ``step_verdicts``.
@@ -127,9 +134,10 @@ def score_rows(
     each of them needs per row: ``scores["exact"]`` for closed questions (no judge),
     ``scores["judge_answer"]`` (the shared answer-correctness decision), a rubric grade, the
     text metrics. ``judge`` may be None when no judge task is wanted; judge tasks run
-    concurrently (at most ``concurrency`` at once).
+    concurrently (at most ``concurrency`` at once). ``judge_rounds``: evaluation rounds of every
+    rubric grade (MediX-R1; module docstring).
     """
-    from medrl.eval.protocols import get_protocol, parse_protocols, row_tasks
+    from medrl.eval.protocols import get_protocol, parse_protocols, row_tasks, step_prompt_for
 
     for r in rubrics:
         if r not in RUBRICS:
@@ -138,7 +146,10 @@ def score_rows(
     needs = [row_tasks(r, protocols) for r in rows]
     if any(get_protocol(p).needs_text_metrics for p in protocols):
         text_metrics = True  # ARMed's HSS
-    judged = any(t & {"judge_answer", "grade_binary", "grade_report"} for t in needs)
+    judged = any(t & {"judge_answer", "judge_answer_h1", "grade_binary", "grade_report"} for t in needs)
+    if int(judge_rounds) < 1:
+        raise ValueError(f"judge_rounds must be at least 1, got {judge_rounds}")
+    step_prompt = step_prompt_for(protocols)
     if judge is None and (rubrics or verify_steps or judged):
         raise ValueError("a judge is needed for rubric scores, judged accuracy and step verification")
     out = []
@@ -152,7 +163,8 @@ def score_rows(
             "prediction": pred,
             "well_formed": parsed.well_formed,
             "scores": {},
-            "judge": {"name": getattr(judge, "name", None)} if judge is not None else {},
+            "judge": {"name": getattr(judge, "name", None), "step_prompt": step_prompt,
+                      **({"rounds": int(judge_rounds)} if judge_rounds > 1 else {})} if judge is not None else {},
             "steps": [{"text": s.text, "start": s.start, "end": s.end} for s in steps],
             "step_verdicts": None,
         })
@@ -163,7 +175,8 @@ def score_rows(
             e = exact_correct(r)
             r["scores"]["exact"] = None if e is None else float(e)
     if judge is not None:
-        run_sync(_judge_all(out, judge, list(rubrics), verify_steps, concurrency, needs))
+        run_sync(_judge_all(out, judge, list(rubrics), verify_steps, concurrency, needs, step_prompt,
+                            int(judge_rounds)))
     if text_metrics:
         from medrl.rewards.hss import hss_batch
 
@@ -178,18 +191,50 @@ def score_rows(
 
 
 async def _judge_all(rows: list[dict], judge: Any, rubrics: list[str], verify: bool, limit: int,
-                     needs: Sequence[set] | None = None) -> None:
+                     needs: Sequence[set] | None = None, step_prompt: str = "hardened", rounds: int = 1) -> None:
     tasks = []
     for i, r in enumerate(rows):
         need = needs[i] if needs is not None else set()
         wanted = list(rubrics) + [x for x in RUBRICS if f"grade_{x}" in need and x not in rubrics]
         for rubric in wanted:
-            tasks.append(_grade(r, judge, rubric))
+            tasks.append(_grade(r, judge, rubric, rounds))
         if "judge_answer" in need:
             tasks.append(_answer(r, judge))
+        if "judge_answer_h1" in need:
+            tasks.append(_answer_h1(r, judge))
         if verify:
-            tasks.append(_verify(r, judge))
+            tasks.append(_verify(r, judge, step_prompt))
     await gather_bounded(tasks, limit)
+
+
+async def answer_h1(prediction: str, reference: str, question: str, judge: Any, image: Any = None) -> bool | None:
+    """MRPO App. H.1's answer check: an empty answer is wrong and a normalised exact match right
+    without a call (H.1 accepts a match); every other answer is the judge's O/X verdict under
+    H.1's own rule (``check="paper"``: a match or a good enough answer), with no answer guard in
+    front. None when the judge gives no verdict."""
+    from medrl.rewards.correctness import exact_match
+
+    if not (prediction or "").strip():
+        return False
+    if exact_match(prediction, reference):
+        return True
+    kw = {"image": image} if image is not None else {}
+    v = await judge.answer_correct(question, reference, prediction, check="paper", **kw)
+    return bool(v.value) if v.scored else None
+
+
+async def _answer_h1(row: dict, judge: Any) -> None:
+    """``scores["judge_answer_h1"]`` (:func:`answer_h1`); unscored (None) when the judge gives none."""
+    try:
+        v = await answer_h1(judged_answer(row), row["reference"], row["question"], judge,
+                            _image_kw(row, judge).get("image"))
+    except Exception as exc:  # noqa: BLE001 - one bad row is unscored, never a failed batch
+        _row_failed(row, judge, exc)
+        v = None
+        row["judge"]["answer_h1_error"] = f"{type(exc).__name__}: {exc}"
+    row["scores"]["judge_answer_h1"] = None if v is None else float(v)
+    if v is None and "answer_h1_error" not in row["judge"]:
+        row["judge"]["answer_h1_error"] = "unscored"
 
 
 async def _answer(row: dict, judge: Any) -> None:
@@ -213,7 +258,7 @@ async def _answer(row: dict, judge: Any) -> None:
         row["judge"]["answer_error"] = "unscored"
 
 
-async def _grade(row: dict, judge: Any, rubric: str) -> None:
+async def _grade(row: dict, judge: Any, rubric: str, rounds: int = 1) -> None:
     key = f"judge_{rubric}"
     pred = judged_answer(row)
     # the graders' guard (medrl.answers.grading_refusal): shapes, then an unambiguous contradiction of
@@ -227,7 +272,7 @@ async def _grade(row: dict, judge: Any, rubric: str) -> None:
         return
     try:
         v = await judge.grade(row["question"], row["reference"], pred, rubric=rubric,
-                              **_image_kw(row, judge))
+                              **_image_kw(row, judge), **({"rounds": rounds} if rounds > 1 else {}))
     except Exception as exc:  # noqa: BLE001 - one bad row is unscored, never a failed batch
         v = _row_failed(row, judge, exc)
     row["judge"][f"{rubric}_raw"] = v.raw
@@ -238,15 +283,16 @@ async def _grade(row: dict, judge: Any, rubric: str) -> None:
         row["judge"][f"{rubric}_error"] = v.error or "unscored"
 
 
-async def _verify(row: dict, judge: Any) -> None:
+async def _verify(row: dict, judge: Any, step_prompt: str = "hardened") -> None:
     steps = [s["text"] for s in row["steps"]]
     if not steps:
         row["step_verdicts"] = []  # no reasoning steps: nothing to verify (counted as "no steps")
         return
-    try:
+    try:  # another rule set is asked for by name; a judge keeps its default otherwise
         v = await judge.verify_steps(
             row["question"], row["reference"], steps,
             gold_reasoning=row.get("gold_reasoning"), evidence=row.get("evidence"), **_image_kw(row, judge),
+            **({"step_prompt": step_prompt} if step_prompt != "hardened" else {}),
         )
     except Exception as exc:  # noqa: BLE001 - one bad row is unscored, never a failed batch
         v = _row_failed(row, judge, exc)
@@ -369,7 +415,7 @@ def missing_scores(row: dict, protocols: Sequence[str]) -> bool:
     for task in row_tasks(row, protocols):
         if task == "exact" and "exact" not in scores:
             return True
-        if task == "judge_answer" and scores.get("judge_answer") is None:
+        if task in ("judge_answer", "judge_answer_h1") and scores.get(task) is None:
             return True
         if task.startswith("grade_") and scores.get("judge_" + task[len("grade_"):]) is None:
             return True
@@ -391,7 +437,7 @@ def output_correct(row: dict, protocol: str | None = None) -> bool | None:
     if protocol:
         return row_correct(row, protocol)
     scores = row.get("scores") or {}
-    for key in ("judge_binary", "judge_answer"):
+    for key in ("judge_binary", "judge_answer", "judge_answer_h1"):
         if key in scores:
             v = scores[key]
             return None if v is None else bool(round(float(v)))

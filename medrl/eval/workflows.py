@@ -17,11 +17,13 @@ from medrl.eval import plots
 from medrl.eval.report import Report, ci_cell, fmt
 from medrl.eval.scoring import SCORE_KEYS, output_correct, step_valid_flags
 from medrl.common.jsonl import read_jsonl, write_jsonl
+from medrl.eval.protocols import MRPO_PROTOCOLS, answer_key
 
 _METRIC_NAMES = {
     "judge_binary": "Judged accuracy (%)",
     "judge_report": "Rubric score (0-5)",
     "judge_answer": "Judged correct (%)",
+    "judge_answer_h1": "Judged correct, MRPO App. H.1 check (%)",
     "exact": "Exact match, closed (%)",
     "rouge1": "ROUGE-1",
     "bleu1": "BLEU-1",
@@ -35,7 +37,7 @@ def _write_json(path: Path, obj: Any) -> None:
     path.write_text(json.dumps(obj, indent=2, ensure_ascii=False), encoding="utf-8")
 
 
-_PCT_KEYS = ("judge_binary", "judge_answer", "exact")
+_PCT_KEYS = ("judge_binary", "judge_answer", "judge_answer_h1", "exact")
 
 
 # --------------------------------------------------------------------------- eval report
@@ -204,7 +206,7 @@ def per_output(rows: Sequence[dict], protocol: str | None = None) -> list[dict]:
     for r in rows:
         flags = step_valid_flags(r)
         correct, source = output_correct(r, protocol), protocol or "default"
-        if protocol == "mrpo" and "judge_answer" not in (r.get("scores") or {}):
+        if protocol in MRPO_PROTOCOLS and answer_key(protocol) not in (r.get("scores") or {}):
             # an eval scored without the judged answer decision (e.g. MediX-R1's grade only): fall back
             # to the default verdict and count it, rather than leave every output unscored
             correct, source = output_correct(r, None), "fallback"
@@ -258,23 +260,25 @@ def _run_name(run_dir: Path) -> str:
 
 def _ensure_verified(rows: list[dict], judge: Any, cache: Path, protocol: str | None = None) -> list[dict]:
     """Verify the steps of rows that lack verdicts with ``judge`` (resumable cache file); under
-    ``protocol="mrpo"`` also score the MRPO answer decision (``judge_answer``) of rows that lack it."""
+    an MRPO protocol also score its answer decision (``judge_answer_h1`` for ``mrpo``,
+    :func:`medrl.eval.protocols.answer_key`) of rows that lack it."""
     from medrl.eval.scoring import score_rows
     from medrl.common.jsonl import append_jsonl
 
-    want_answer = protocol == "mrpo"
+    want_answer = protocol in MRPO_PROTOCOLS
+    key = answer_key(protocol)
 
     def lacks(r: dict) -> bool:
-        return r.get("step_verdicts") is None or (want_answer and (r.get("scores") or {}).get("judge_answer") is None)
+        return r.get("step_verdicts") is None or (want_answer and (r.get("scores") or {}).get(key) is None)
 
     done = {r["key"]: r for r in read_jsonl(cache, repair=True)}
     todo = [r for r in rows if lacks(r) and r["key"] not in done]
     for i in range(0, len(todo), 32):
         chunk = todo[i : i + 32]
         scored = score_rows(chunk, judge, rubrics=(), verify_steps=True, text_metrics=False,
-                            protocols=["mrpo"] if want_answer else ())
+                            protocols=[protocol] if want_answer else ())
         keep = [{"key": s["key"], "steps": s["steps"], "step_verdicts": s["step_verdicts"],
-                 "judge_answer": s["scores"].get("judge_answer")} for s in scored]
+                 key: s["scores"].get(key)} for s in scored]
         append_jsonl(cache, keep)
         done.update({k["key"]: k for k in keep})
     out = []
@@ -284,8 +288,8 @@ def _ensure_verified(rows: list[dict], judge: Any, cache: Path, protocol: str | 
             continue
         d = done[r["key"]]
         new = {**r, "steps": d["steps"], "step_verdicts": d["step_verdicts"]}
-        if d.get("judge_answer") is not None and (r.get("scores") or {}).get("judge_answer") is None:
-            new["scores"] = {**(r.get("scores") or {}), "judge_answer": d["judge_answer"]}
+        if d.get(key) is not None and (r.get("scores") or {}).get(key) is None:
+            new["scores"] = {**(r.get("scores") or {}), key: d[key]}
         out.append(new)
     return out
 

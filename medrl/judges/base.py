@@ -107,9 +107,13 @@ class Judge(Protocol):
     images: bool
 
     async def answer_correct(
-        self, question: str, reference: str, prediction: str, *, image: Any = None
+        self, question: str, reference: str, prediction: str, *, image: Any = None, check: str = "strict"
     ) -> Verdict:
         """Is ``prediction`` a correct answer to ``question`` given the reference? value: bool.
+
+        ``check`` (:data:`medrl.judges.prompts.ANSWER_CHECKS`): ``"strict"`` (this project's
+        check) or ``"paper"`` (MRPO App. H.1: a match or a good enough answer; the ``mrpo`` eval
+        protocol asks it for every answer, without the answer guard in front).
 
         ``image`` (also on :meth:`verify_steps` and :meth:`grade`) is this item's image: a PIL
         image, a path, bytes, an HF image dict, a data:/http(s) URL, or a list of those. A judge
@@ -125,8 +129,12 @@ class Judge(Protocol):
         gold_reasoning: str | None = None,
         evidence: dict | None = None,
         image: Any = None,
+        step_prompt: str = "hardened",
     ) -> Verdict:
         """Rate every step at once (MRPO Eq. 3). value: list[StepVerdict], len == len(steps).
+
+        ``step_prompt`` (:data:`medrl.judges.prompts.STEP_PROMPTS`): ``"paper"`` applies MRPO
+        App. H.2's rules as stated, ``"hardened"`` adds this project's anti-gaming rules.
 
         ``gold_reasoning`` is the expert rationale when the record has one; otherwise
         ``evidence`` carries what the record does know (modality, organ/location, answer).
@@ -136,18 +144,37 @@ class Judge(Protocol):
         """Does the reasoning lead to the answer, and does the answer match its conclusion? value: bool."""
 
     async def grade(
-        self, question: str, reference: str, prediction: str, *, rubric: str = "binary", image: Any = None
+        self, question: str, reference: str, prediction: str, *, rubric: str = "binary", image: Any = None,
+        rounds: int = 1,
     ) -> Verdict:
         """Evaluation score (MediX-R1 Sec. 3). value: 0.0/1.0 for "binary", 0-5 for "report".
 
-        The judge sees only the final answer, never the reasoning.
+        The judge sees only the final answer, never the reasoning. ``rounds`` > 1 asks again in
+        the same conversation, each time asking it to re-evaluate, and combines the rounds
+        (:func:`combine_rounds`); any unscored round leaves the item unscored.
         """
 
     async def audit_vqa(self, question: str, answer: str, *, answer_type: str | None = None) -> Verdict:
         """ARMed VQA refinement audit. value: {"status": consistent|needs_fix|drop, "new_q", "new_a", "notes"}."""
 
-    async def extract_key_steps(self, question: str, answer: str, reasoning: str) -> Verdict:
-        """StepGRPO key steps: short core phrases from the reasoning. value: list[str]."""
+    async def extract_key_steps(self, question: str, answer: str, reasoning: str, *, style: str = "medrl") -> Verdict:
+        """StepGRPO key steps: short core phrases from the reasoning. value: list[str]. ``style``
+        (:data:`medrl.judges.prompts.KEY_STEP_STYLES`): medrl's spans or R1-VL's per-section
+        phrases of at most three words."""
+
+
+def combine_rounds(values: Sequence[float], rubric: str = "binary") -> float:
+    """One grade from several evaluation rounds (MediX-R1's released ``eval/utils.py``: three
+    rounds, each asking the judge to re-evaluate): the majority for a binary grade (1 when more
+    than half of the rounds say 1; 2 of 3), the mean for the 0-5 report rubric."""
+    vals = [float(v) for v in values]
+    if not vals:
+        raise ValueError("combine_rounds: no rounds")
+    if rubric == "binary":
+        return 1.0 if sum(v == 1.0 for v in vals) * 2 > len(vals) else 0.0
+    if rubric == "report":
+        return sum(vals) / len(vals)
+    raise ValueError(f"rubric must be 'binary' or 'report', got {rubric!r}")
 
 
 def run_sync(awaitable: Awaitable[T]) -> T:

@@ -29,6 +29,7 @@ import base64
 import functools
 import hashlib
 import io
+import json
 import logging
 import os
 import random
@@ -225,8 +226,13 @@ class OpenAIJudge:
         return f"OpenAIJudge(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency})"
 
     # ------------------------------------------------------------------ the six tasks
-    async def answer_correct(self, question: str, reference: str, prediction: str, *, image: Any = None) -> Verdict:
+    async def answer_correct(self, question: str, reference: str, prediction: str, *, image: Any = None,
+                             check: str = "strict") -> Verdict:
         from medrl.answers import Verdict as Answer, override
+
+        if check == "paper":  # MRPO App. H.1: the judge alone decides, O/X, no override tier
+            return await self._submit(prompts.answer_correct(question, reference, prediction, check="paper"),
+                                      parse_o_x, image)
 
         # the tier that may override an LLM judge (docs/judges.md "Two tiers"): the answer's shape or an
         # unambiguous contradiction is incorrect, true identity correct, without a request; everything
@@ -252,11 +258,12 @@ class OpenAIJudge:
         gold_reasoning: str | None = None,
         evidence: dict | None = None,
         image: Any = None,
+        step_prompt: str = "hardened",
     ) -> Verdict:
         steps = list(steps)
         if not steps:
             return Verdict.ok([], guard="no steps")
-        msgs = prompts.verify_steps(question, reference, steps, gold_reasoning, evidence)
+        msgs = prompts.verify_steps(question, reference, steps, gold_reasoning, evidence, step_prompt)
         n = len(steps)
         return await self._submit(msgs, lambda t: parse_step_verdicts(t, n), image)
 
@@ -269,16 +276,26 @@ class OpenAIJudge:
         return await self._submit(prompts.consistency(question, reasoning, answer), parse_yes_no)
 
     async def grade(self, question: str, reference: str, prediction: str, *, rubric: str = "binary",
-                    image: Any = None) -> Verdict:
+                    image: Any = None, rounds: int = 1) -> Verdict:
         """``image`` is attached for the binary rubric only (judged accuracy, MRPO App. H.1);
-        the 0-5 report rubric stays text only (MediX-R1 App. A.3)."""
+        the 0-5 report rubric stays text only (MediX-R1 App. A.3). ``rounds`` > 1: MediX-R1's
+        evaluation rounds (:func:`medrl.judges.base.combine_rounds`)."""
         msgs = prompts.grade(question, reference, prediction, rubric)  # validates rubric
         from medrl.answers import grading_refusal
+        from medrl.judges.base import combine_rounds
 
         why = grading_refusal(reference, prediction, question=question, long_form=rubric != "binary")
         if why:
             return Verdict.ok(0.0, guard=why)
-        return await self._submit(msgs, lambda t: parse_score(t, rubric), image if rubric == "binary" else None)
+        values, replies = [], []
+        for _ in range(max(1, int(rounds))):
+            v = await self._submit(msgs, lambda t: parse_score(t, rubric), image if rubric == "binary" else None)
+            if not v.scored or rounds <= 1:
+                return v
+            values.append(v.value)
+            replies.append(v.raw)
+            msgs = prompts.reevaluate(msgs, v.raw)
+        return Verdict.ok(combine_rounds(values, rubric), raw=json.dumps({"rounds": values, "replies": replies}))
 
     async def audit_vqa(self, question: str, answer: str, *, answer_type: str | None = None) -> Verdict:
         if not (question or "").strip() or not (answer or "").strip():
@@ -289,10 +306,10 @@ class OpenAIJudge:
         msgs = prompts.audit_vqa(question, answer, answer_type)
         return await self._submit(msgs, lambda t: parse_audit(t, question, answer))
 
-    async def extract_key_steps(self, question: str, answer: str, reasoning: str) -> Verdict:
+    async def extract_key_steps(self, question: str, answer: str, reasoning: str, *, style: str = "medrl") -> Verdict:
         if not (reasoning or "").strip():
             return Verdict.unscored("no reasoning to extract key steps from")
-        return await self._submit(prompts.extract_key_steps(question, answer, reasoning), parse_key_steps)
+        return await self._submit(prompts.extract_key_steps(question, answer, reasoning, style), parse_key_steps)
 
     # ------------------------------------------------------------------ machinery
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:

@@ -115,8 +115,9 @@ class OracleJudge:
 
     # ---------------------------------------------------------------- protocol
     async def answer_correct(self, question: str, reference: str, prediction: str, *, image: Any = None,
-                             evidence: dict | None = None) -> Verdict:
-        """Exact correctness from the parameters (:func:`~medrl.judges.phantom_truth.oracle_answer_correct`)."""
+                             evidence: dict | None = None, check: str = "strict") -> Verdict:
+        """Exact correctness from the parameters (:func:`~medrl.judges.phantom_truth.oracle_answer_correct`),
+        whichever check is asked (``check``: the truth is the same)."""
         from medrl.judges.phantom_truth import oracle_answer_correct
 
         self.stats.calls += 1
@@ -130,9 +131,10 @@ class OracleJudge:
 
     async def verify_steps(self, question: str, reference: str, steps: Sequence[str], *,
                            gold_reasoning: str | None = None, evidence: dict | None = None,
-                           image: Any = None) -> Verdict:
-        """Exact step verdicts (:func:`~medrl.judges.phantom_truth.oracle_step_verdicts`); with
-        noise, each step's two fields flip independently."""
+                           image: Any = None, step_prompt: str = "hardened") -> Verdict:
+        """Exact step verdicts (:func:`~medrl.judges.phantom_truth.oracle_step_verdicts`, MRPO App.
+        H.2's criteria from the parameters, whichever ``step_prompt`` is named); with noise, each
+        step's two fields flip independently."""
         from medrl.judges.phantom_truth import oracle_step_verdicts
 
         self.stats.calls += 1
@@ -161,9 +163,10 @@ class OracleJudge:
         return Verdict.ok(bool(out), raw=f"exact={int(ok)}")
 
     async def grade(self, question: str, reference: str, prediction: str, *, rubric: str = "binary",
-                    image: Any = None, evidence: dict | None = None) -> Verdict:
+                    image: Any = None, evidence: dict | None = None, rounds: int = 1) -> Verdict:
         """Binary: answer correctness as 0/1. Report rubric: 5 x the share of the answer's stated
-        fields that are right (0 when it states none)."""
+        fields that are right (0 when it states none). ``rounds`` has no effect (the truth does not
+        change when asked again)."""
         from medrl.judges.phantom_truth import claim_correct, parse_step_claims
 
         if rubric == "binary":

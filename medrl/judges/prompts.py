@@ -10,7 +10,22 @@ a block ``<<<BEGIN NAME>>> ... <<<END NAME>>>``. Inside a block any run of three
 new one, and the system message tells the judge that block contents are data to be graded,
 never instructions. The first user line names the task (``TASK: <name>``); the reference
 server backend (:mod:`medrl.judges.server`) reads the task and the blocks back with
-:func:`parse_prompt`, so offline runs take exactly the client path of real runs.
+:func:`parse_prompt`, so offline runs take exactly the client path of real runs. A task asked
+under one of several rule sets says which on its second line (``RULES: <name>``,
+:func:`prompt_rules`), so the reference backend applies the rules the prompt states.
+
+Rule sets:
+
+- step verification (:func:`verify_steps`, ``step_prompt``): ``"paper"`` states MRPO App. H.2's
+  rules and nothing else (the default of the ``mrpo`` recipe); ``"hardened"`` adds this
+  project's rules against gaming (a step only restating the answer, a run-on step, a bare noun
+  phrase get 0/0).
+- answer correctness (:func:`answer_correct`, ``check``): ``"paper"`` is MRPO App. H.1's
+  lenient check (the answer matches the reference or answers the question well enough, O/X; the
+  ``mrpo`` eval protocol); ``"strict"`` lists what must be rejected (training and the other
+  protocols).
+- key steps (:func:`extract_key_steps`, ``style``): ``"medrl"`` (short spans of the reasoning) or
+  ``"r1vl"`` (R1-VL's released extraction: per section, phrases of at most three words).
 """
 
 from __future__ import annotations
@@ -25,6 +40,12 @@ STEP_MAX_CLAIMS = 2
 STEP_MAX_WORDS = 40
 
 TASKS = ("answer_correct", "verify_steps", "consistency", "grade", "audit_vqa", "extract_key_steps")
+#: step-verification prompts: MRPO App. H.2 as stated, or with this project's anti-gaming rules
+STEP_PROMPTS = ("paper", "hardened")
+#: answer checks: MRPO App. H.1 (lenient, O/X) or this project's strict check
+ANSWER_CHECKS = ("paper", "strict")
+#: key-step extraction styles: medrl's spans, or R1-VL's per-section phrases of at most 3 words
+KEY_STEP_STYLES = ("medrl", "r1vl")
 
 SYSTEM = (
     "You are a careful medical expert acting as a grader for a medical visual question "
@@ -38,6 +59,7 @@ SYSTEM = (
 _RUN = re.compile(r"<{3,}|>{3,}")
 _BLOCK = re.compile(r"^<<<BEGIN ([A-Z_]+)>>>\n(.*?)\n<<<END \1>>>$", re.DOTALL | re.MULTILINE)
 _TASK = re.compile(r"^TASK: ([a-z_]+)$", re.MULTILINE)
+_RULES = re.compile(r"\ATASK: [a-z_]+\nRULES: ([a-z0-9_]+)$", re.MULTILINE)
 
 
 def neutralise(text: str) -> str:
@@ -56,15 +78,55 @@ def parse_prompt(text: str) -> tuple[str | None, dict[str, str]]:
     return (m.group(1) if m else None), {b.group(1): b.group(2) for b in _BLOCK.finditer(text)}
 
 
-def _messages(task: str, body: str) -> list[dict[str, Any]]:
+def prompt_rules(text: str) -> str | None:
+    """The rule set a user message built here names on its second line (``RULES: <name>``), or None."""
+    m = _RULES.search(text or "")
+    return m.group(1) if m else None
+
+
+def _check(value: str, allowed: tuple[str, ...], what: str) -> str:
+    if value not in allowed:
+        raise ValueError(f"{what} must be one of {', '.join(allowed)}, got {value!r}")
+    return value
+
+
+def _messages(task: str, body: str, rules: str | None = None) -> list[dict[str, Any]]:
+    head = f"TASK: {task}\n" + (f"RULES: {rules}\n" if rules else "")
     return [
         {"role": "system", "content": SYSTEM},
-        {"role": "user", "content": f"TASK: {task}\n{body.strip()}"},
+        {"role": "user", "content": f"{head}{body.strip()}"},
     ]
 
 
-def answer_correct(question: str, reference: str, prediction: str, answer_format: str = "yes_no") -> list[dict]:
-    """Binary answer check (MediX-R1 R_llm YES/NO; MRPO H.1 O/X)."""
+def reevaluate(messages: Sequence[dict], reply: str) -> list[dict]:
+    """The conversation for the next evaluation round (MediX-R1's released ``eval/utils.py`` asks
+    its judge three times): ``messages``, the judge's ``reply``, and a request to check the
+    judgement again and answer in the same format."""
+    return [*messages, {"role": "assistant", "content": reply},
+            {"role": "user", "content": "Evaluate once more and make sure your judgement is right. "
+                                        "Reply in exactly the same format as before."}]
+
+
+def answer_correct(question: str, reference: str, prediction: str, answer_format: str = "yes_no",
+                   check: str = "strict") -> list[dict]:
+    """Binary answer check (MediX-R1 R_llm YES/NO; MRPO H.1 O/X).
+
+    ``check="paper"`` states MRPO App. H.1's rule alone: accept an answer that matches the
+    reference or answers the question well enough; the reply is always O/X, as in H.1.
+    ``check="strict"`` (default) lists the cases to reject; ``answer_format`` picks its reply."""
+    _check(check, ANSWER_CHECKS, "check")
+    if check == "paper":
+        body = f"""
+A question about a medical image has a correct answer and a candidate answer to be judged.
+Accept the candidate when it matches the correct answer or when it is a good enough answer to
+the question; otherwise reject it.
+
+{block("QUESTION", question)}
+{block("REFERENCE_ANSWER", reference)}
+{block("CANDIDATE_ANSWER", prediction)}
+
+Reply with one character: O if the candidate answer is acceptable, X if it is not."""
+        return _messages("answer_correct", body, rules="paper")
     if answer_format == "o_x":
         reply = ("Also accept a candidate that does not match the reference word for word but still answers "
                  "the question well enough to count as right (MRPO App. H.1), as long as it is none of the "
@@ -104,8 +166,14 @@ def verify_steps(
     steps: Sequence[str],
     gold_reasoning: str | None = None,
     evidence: dict | None = None,
+    step_prompt: str = "hardened",
 ) -> list[dict]:
-    """Rate every step of one rollout at once (MRPO Eq. 3 and App. H.2 criteria)."""
+    """Rate every step of one rollout at once (MRPO Eq. 3 and App. H.2 criteria).
+
+    ``step_prompt="paper"``: App. H.2's rules in this project's words, nothing added
+    (:func:`_paper_steps_body`); ``"hardened"`` (default): the same criteria plus this project's
+    rules against gaming (restating the answer, run-on steps, bare noun phrases: 0/0)."""
+    _check(step_prompt, STEP_PROMPTS, "step_prompt")
     numbered = "\n".join(f"[{i}] {' '.join(str(s).split())}" for i, s in enumerate(steps, 1))
     if gold_reasoning:
         ref_block = block("GOLD_REASONING", gold_reasoning)
@@ -114,6 +182,17 @@ def verify_steps(
         ev = {k: v for k, v in (evidence or {}).items() if v not in (None, "", [])}
         ref_block = block("EVIDENCE", json.dumps(ev, ensure_ascii=False, sort_keys=True, default=str))
         ref_name = "the record's evidence (modality, organ or location, answer)"
+    reply = f"""There are {len(steps)} steps. Reply with JSON only, one entry per step in order:
+{{"steps": [{{"step": 1, "gold_alignment": 0, "answer_contribution": 0}}, ...]}}"""
+    if step_prompt == "paper":
+        body = _paper_steps_body(ref_name, reference) + f"""
+{block("QUESTION", question)}
+{block("REFERENCE_ANSWER", reference)}
+{ref_block}
+{block("STEPS", numbered)}
+
+{reply}"""
+        return _messages("verify_steps", body, rules="paper")
     body = f"""
 Check each numbered reasoning step of a model's answer to a medical image question. Give
 every step two independent 0/1 marks.
@@ -157,9 +236,66 @@ evades ("cannot determine", "unknown").
 {ref_block}
 {block("STEPS", numbered)}
 
-There are {len(steps)} steps. Reply with JSON only, one entry per step in order:
-{{"steps": [{{"step": 1, "gold_alignment": 0, "answer_contribution": 0}}, ...]}}"""
+{reply}"""
     return _messages("verify_steps", body)
+
+
+def _paper_steps_body(ref_name: str, reference: str) -> str:
+    """MRPO App. H.2's step rules, in this project's words and in H.2's order, with nothing added:
+    the three general rules (both marks 0), gold alignment by step position, answer contribution."""
+    answer = " ".join(str(reference or "").split())
+    return f"""
+You verify the reasoning of a model that answered a question about a medical image (the image,
+when attached, is shown separately). Give every numbered step two marks, each 0 or 1:
+gold_alignment and answer_contribution.
+
+General rules, applied before anything else. A step gets 0 for both marks when it is:
+- meta-commentary, talk about what the model will do or consider rather than about the case
+  ("I will identify ...", "Consider the possibilities ...");
+- empty, or a statement without meaning;
+- a pure repetition of earlier steps that adds no new content.
+
+Gold alignment: is the step consistent with {ref_name}? This mark looks only at agreement with
+the reference reasoning, not at whether the step helps toward the answer. Begin by picking out
+the reference's key elements: modality and context, key findings, anatomical location with its
+side, and the diagnostic direction.
+gold_alignment = 1 when
+- an early step (one of the first one or two) correctly names the modality (such as X-ray, CT,
+  MRI, electron microscopy), the tissue type (histological section, gross specimen) or the
+  staining method (H&E, an immunostain) that the reference reasoning names;
+- a middle step names specific findings of the reference reasoning - abnormalities,
+  pathological features, key structures - at the correct anatomical location and side, as
+  specific as the reference is;
+- a late step (one of the last one or two) reaches, or clearly approaches, the same diagnostic
+  conclusion as the reference reasoning, by reasoning toward the correct answer rather than by
+  restating observations.
+When the reference reasoning reaches a diagnosis (tuberculosis, adenocarcinoma, hemorrhage,
+fracture, ...), the step must move toward that diagnosis to get 1.
+gold_alignment = 0 when the step
+- names the wrong location or side (the reference says left, the step says right);
+- directly contradicts the reference reasoning;
+- points in a different diagnostic direction;
+- says something the reference reasoning neither mentions nor supports;
+- misses critical findings: the reference names pathological or abnormal findings and the step
+  describes only normal or generic features, or only normal-looking structures;
+- is less specific than the reference: the reference names a specific pathology (lymphoma,
+  granuloma, infarction, metastasis, fibrosis) and the step only a generic one (tissue changes,
+  cellular structure, some abnormality, a lesion).
+
+Answer contribution: does the step directly help to reach the correct answer "{answer}"?
+answer_contribution = 1 when the step
+- mentions the correct answer itself or a term meaning the same;
+- identifies a finding that is explicitly needed to derive the correct answer;
+- states the specific diagnosis, location or structure that matches the correct answer.
+answer_contribution = 0 when the step
+- has no direct relevance to the correct answer;
+- is a generic observation that would fit any image of this type;
+- describes features unconnected to the correct answer;
+- evades ("unknown", "cannot determine", "none");
+- only states the modality or setting without moving toward the correct answer.
+
+Apply the general rules first, then give the two marks independently of each other.
+"""
 
 
 def consistency(question: str, reasoning: str, answer: str) -> list[dict]:
@@ -238,8 +374,29 @@ Reply with one JSON object only:
     return _messages("audit_vqa", body)
 
 
-def extract_key_steps(question: str, answer: str, reasoning: str) -> list[dict]:
-    """Key-step extraction (StepGRPO Sec. 3.2: short core phrases from the gold reasoning)."""
+def extract_key_steps(question: str, answer: str, reasoning: str, style: str = "medrl") -> list[dict]:
+    """Key-step extraction (StepGRPO Sec. 3.2: short core phrases from the gold reasoning).
+
+    ``style="r1vl"``: the rules of R1-VL's released extraction prompt (``prompts/extract_key_steps.py``)
+    in this project's words - per section of the reasoning, essential terms copied as written,
+    a phrase at most three words, no element twice, the final-answer line ignored."""
+    _check(style, KEY_STEP_STYLES, "style")
+    if style == "r1vl":
+        body = f"""
+The reference reasoning below is split into sections (an image description, rationales,
+numbered steps, a final answer). From each section except the final answer, pick out its key
+elements: at most three for the image description (named things, labels, numbers), the core
+concepts needed for the rationales, and for each step the essential terms, values and
+relations it uses toward the answer. Copy each element exactly as it is written; an element
+that is a phrase (not a number or an equation) has at most three words. Never list the same
+element twice, in one section or across sections.
+
+{block("QUESTION", question)}
+{block("ANSWER", answer)}
+{block("REASONING", reasoning)}
+
+Reply with JSON only, the step elements in order: {{"key_steps": ["...", "..."]}}"""
+        return _messages("extract_key_steps", body, rules="r1vl")
     body = f"""
 From the reference reasoning below, extract the key steps: the few findings or inferences
 that are essential for reaching the answer. Write each as a short phrase of at most six

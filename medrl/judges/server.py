@@ -85,8 +85,10 @@ class ReferenceBackend:
         self.name = "medrl-reference"
 
     async def complete(self, messages: list[dict], max_tokens: int | None) -> tuple[str, int, int]:
-        user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
-        text = _content_text(user.get("content")) if user else ""
+        # the last user message that names a task: a re-evaluation round (medrl.judges.prompts.reevaluate)
+        # ends with a plain request to check again, and is answered as the task it follows
+        users = [_content_text(m.get("content")) for m in messages if m.get("role") == "user"]
+        text = next((t for t in reversed(users) if prompts.parse_prompt(t)[0]), users[-1] if users else "")
         task, blocks = prompts.parse_prompt(text)
         if task not in prompts.TASKS:
             raise BackendError(400, "the reference backend only answers medrl judge prompts (no 'TASK: <name>' line found)")
@@ -102,7 +104,8 @@ class ReferenceBackend:
     async def _answer(self, task: str, b: dict[str, str], text: str) -> str:
         j = self.judge
         if task == "answer_correct":
-            v = await j.answer_correct(b["QUESTION"], b["REFERENCE_ANSWER"], b["CANDIDATE_ANSWER"])
+            v = await j.answer_correct(b["QUESTION"], b["REFERENCE_ANSWER"], b["CANDIDATE_ANSWER"],
+                                       check=prompts.prompt_rules(text) or "strict")
             o_x = "Reply with one character: O" in text
             return ("O" if v.value else "X") if o_x else ("YES" if v.value else "NO")
         if task == "verify_steps":
@@ -112,7 +115,8 @@ class ReferenceBackend:
                     steps.append(line.split("] ", 1)[1] if "] " in line else "")
             evidence = json.loads(b["EVIDENCE"]) if "EVIDENCE" in b else None
             v = await j.verify_steps(b["QUESTION"], b["REFERENCE_ANSWER"], steps,
-                                     gold_reasoning=b.get("GOLD_REASONING"), evidence=evidence)
+                                     gold_reasoning=b.get("GOLD_REASONING"), evidence=evidence,
+                                     step_prompt=prompts.prompt_rules(text) or "hardened")
             return json.dumps({"steps": [
                 {"step": k, "gold_alignment": s.gold_alignment, "answer_contribution": s.answer_contribution,
                  "reason": s.reason} for k, s in enumerate(v.value, 1)]})
@@ -130,7 +134,8 @@ class ReferenceBackend:
             v = await j.audit_vqa(b["QUESTION"], b["ANSWER"], answer_type=None if at == "UNKNOWN" else at)
             return json.dumps(v.value)
         if task == "extract_key_steps":
-            v = await j.extract_key_steps(b["QUESTION"], b["ANSWER"], b["REASONING"])
+            v = await j.extract_key_steps(b["QUESTION"], b["ANSWER"], b["REASONING"],
+                                          style=prompts.prompt_rules(text) or "medrl")
             if not v.scored:
                 raise ValueError(v.error)
             return json.dumps({"key_steps": v.value})

@@ -128,6 +128,11 @@ class MRPOProcessReward(JudgedReward):
     (:func:`medrl.parsing.completion_steps`). The judge compares against ``gold_reasoning`` when
     the record has it, else against ``evidence`` (modality, organ/location, answer).
 
+    ``step_prompt`` picks the judge's rules (:data:`medrl.judges.prompts.STEP_PROMPTS`): ``"paper"``
+    (default) states MRPO App. H.2's rules and nothing more, as the paper's judge got them (a step
+    naming the answer contributes); ``"hardened"`` adds this project's rules against gaming (a
+    step only restating the answer, a run-on step or a bare noun phrase gets 0/0).
+
     Project choices: a rollout with no steps (no ``<think>`` block, or an empty one) gets 0 -
     it has no valid step, and MRPO's length reward (Eq. 4) penalises K < K_min separately; no
     reference answer or an unscored judge verdict -> UNSCORABLE.
@@ -142,8 +147,14 @@ class MRPOProcessReward(JudgedReward):
     #: batch fields this reward fills (:class:`medrl.methods.MedBatch`)
     outputs = ("steps", "step_verdicts")
 
-    def __init__(self, name: str, judge: Any = "reference", judge_options: dict | None = None):
+    def __init__(self, name: str, judge: Any = "reference", judge_options: dict | None = None,
+                 step_prompt: str = "paper"):
+        from medrl.judges.prompts import STEP_PROMPTS
+
+        if step_prompt not in STEP_PROMPTS:
+            raise ValueError(f"{name}: step_prompt must be one of {', '.join(STEP_PROMPTS)}, got {step_prompt!r}")
         super().__init__(name, judge, judge_options)
+        self.step_prompt = step_prompt
         self.last_steps: list[list[Step] | None] = []
         self.last_step_verdicts: list[list[StepVerdict] | None] = []
 
@@ -171,7 +182,7 @@ class MRPOProcessReward(JudgedReward):
         v = await self.judge.verify_steps(
             self._col(kwargs, "question", n)[i] or "", ref, [s.text for s in steps],
             gold_reasoning=gold if isinstance(gold, str) and gold.strip() else None,
-            evidence=evidence, image=self._col(kwargs, "image", n)[i],
+            evidence=evidence, image=self._col(kwargs, "image", n)[i], step_prompt=self.step_prompt,
         )
         if not v.scored:
             self._pending[i] = (steps, None)
@@ -240,9 +251,11 @@ make_medix_llm.uses_correctness = True
 
 
 @REWARDS.register("mrpo_process")
-def make_mrpo_process(*, judge: Any = "reference", judge_options: dict | None = None) -> MRPOProcessReward:
-    """MRPO mean step reward with ``judge`` (see :class:`MRPOProcessReward`)."""
-    return MRPOProcessReward("mrpo_process", judge, judge_options)
+def make_mrpo_process(*, judge: Any = "reference", judge_options: dict | None = None,
+                      step_prompt: str = "paper") -> MRPOProcessReward:
+    """MRPO mean step reward with ``judge``; ``step_prompt`` "paper" (MRPO App. H.2, default) or
+    "hardened" (see :class:`MRPOProcessReward`)."""
+    return MRPOProcessReward("mrpo_process", judge, judge_options, step_prompt)
 
 
 # What the training-cost estimate (medrl.train.cost_estimate) and the data checks read from the

@@ -8,6 +8,9 @@ reasoning by soft matching:
             0               if there is no answer
 
 StepRVR, Eq. 3: r_val = 1 if the reasoning is complete (delta_c) and logical (delta_l), else 0.
+Two detectors (``structure``): ``"think"`` (default), medrl's heuristic over the sentences of
+``<think>`` (:func:`validity_parts`), the medical-format adaptation; ``"r1vl"``, R1-VL's released
+checks on its literal headers (:func:`r1vl_structure`).
 The reward is r = r_auc + r_val (two TRL rewards with weight 1: ``steprar`` and ``steprvr``).
 
 Key steps come per row in the ``key_step_forms`` column (one list of equivalent forms per key
@@ -37,7 +40,13 @@ all on the ``<think>`` text after :func:`medrl.rewards.correctness.normalize_ans
 - ``"substring"``: whole-word occurrence of a given form only (with the negation guard);
 - ``"embedding"``: the cosine between the form and its closest reasoning step
   (:func:`medrl.parsing.split_steps`) is >= ``match_threshold`` (default 0.7), with the
-  sentence encoder of :mod:`medrl.common.embeddings` (optional; needs an encoder).
+  sentence encoder of :mod:`medrl.common.embeddings` (optional; needs an encoder);
+- ``"r1vl"``: R1-VL's released matcher (``src/open_r1/grpo.py``, ``key_step_single``): the texts
+  of the completion's ``### Step N:`` sections joined and lower-cased, and a key step matches
+  when one of its forms, lower-cased, occurs in it as a substring (no word boundaries, no
+  negation guard). A completion without such sections matches nothing. Key steps for it are
+  extracted R1-VL's way (:func:`medrl.judges.prompts.extract_key_steps` ``style="r1vl"``: per
+  section, phrases of at most three words).
 
 Correctness of the answer (ans = y): the one per-rollout decision of
 :mod:`medrl.rewards.correctness`, made once by the trainer (``algorithm.correctness``; the judge
@@ -65,8 +74,13 @@ from medrl.rewards import REWARDS
 from medrl.rewards.base import Reward, column, guard_correct, parse_all, reference_text, texts_of
 from medrl.rewards.correctness import batch_correct, check_rule, normalize_answer
 
-MATCH_MODES = ("soft", "fuzzy", "substring", "embedding")
-DEFAULT_MATCH_THRESHOLD = {"soft": 0.85, "fuzzy": 0.85, "substring": None, "embedding": 0.7}
+MATCH_MODES = ("soft", "fuzzy", "substring", "embedding", "r1vl")
+DEFAULT_MATCH_THRESHOLD = {"soft": 0.85, "fuzzy": 0.85, "substring": None, "embedding": 0.7, "r1vl": None}
+STRUCTURES = ("think", "r1vl")
+#: R1-VL's section headers (its released StepRVR checks them literally)
+R1VL_DESCRIPTION, R1VL_RATIONALES, R1VL_FINAL = "### Image Description:", "### Rationales:", "### The final answer is:"
+_R1VL_STEP = re.compile(r"### Step (\d+):")
+_R1VL_STEP_TEXT = re.compile(r"### Step \d+:\s*(.*?)(?=\n###|\Z)", re.DOTALL)
 SIDE_WORDS = frozenset({"left", "right", "bilateral"})
 _NEGATION = NEGATION_WORDS - {"free"}  # "free air", "free fluid" are findings, not negations
 _CONTRAST = frozenset({"but", "however", "although", "though", "whereas", "while"})
@@ -174,6 +188,11 @@ def _embedding_matched(forms_per_step: list[list[str]], steps: list[str], thresh
     return sum(1 for forms in forms_per_step if max(next(best) for _ in forms) >= threshold)
 
 
+def r1vl_step_text(text: str | None) -> str:
+    """The ``### Step N:`` sections of a completion, joined and lower-cased (R1-VL's matcher input)."""
+    return " ".join(_R1VL_STEP_TEXT.findall(text or "")).lower()
+
+
 def key_step_ratio(reasoning: str | None, key_steps: Sequence[Any], mode: str = "soft",
                    threshold: float | None = None, model: str | None = None) -> float:
     """k = |v_match| / |v| (StepGRPO Sec. 3.2) for one reasoning text; 0.0 without reasoning.
@@ -189,6 +208,9 @@ def key_step_ratio(reasoning: str | None, key_steps: Sequence[Any], mode: str = 
     forms_per_step = [key_step_forms(s) for s in key_steps]
     if not reasoning or not reasoning.strip():
         return 0.0
+    if mode == "r1vl":  # ``reasoning`` is the whole completion: its ### Step sections are read
+        steps_text = r1vl_step_text(reasoning)
+        return sum(1 for forms in forms_per_step if any(f.lower() in steps_text for f in forms)) / len(forms_per_step)
     if mode == "embedding":
         usable = [f for f in forms_per_step if f]
         matched = _embedding_matched(usable, [s.text for s in split_steps(reasoning)], thr, model)
@@ -277,10 +299,31 @@ def validity_parts(text: str, min_reasoning_steps: int = 2, background_window: i
             "answered": answered, "complete": complete, "logical": logical}
 
 
+def r1vl_structure(text: str) -> dict:
+    """R1-VL's released StepRVR checks (``src/open_r1/grpo.py``) on a completion's literal headers.
+
+    - complete: ``### Image Description:``, ``### Rationales:``, ``### Step 1:`` and ``### The final
+      answer is:`` all occur;
+    - logical: there are ``### Step N:`` headers numbered 1, 2, ... in order, and the first final-answer
+      header comes after the last step header (or the completion ends with that header).
+    """
+    text = text or ""
+    complete = all(h in text for h in (R1VL_DESCRIPTION, R1VL_RATIONALES, "### Step 1:", R1VL_FINAL))
+    steps = list(_R1VL_STEP.finditer(text))
+    numbered = bool(steps) and [int(m.group(1)) for m in steps] == list(range(1, len(steps) + 1))
+    final = text.find(R1VL_FINAL)
+    last_ok = text.strip().endswith(R1VL_FINAL) or (final >= 0 and bool(steps) and final >= steps[-1].end())
+    return {"complete": complete, "logical": numbered and last_ok, "steps": len(steps)}
+
+
 def validity_reward(text: str, min_reasoning_steps: int = 2, background_window: int = 2,
-                    min_step_words: int = 3) -> float:
-    """StepRVR, Eq. 3: 1.0 if the response is complete and logical (heuristic), else 0.0."""
-    p = validity_parts(text, min_reasoning_steps, background_window, min_step_words)
+                    min_step_words: int = 3, structure: str = "think") -> float:
+    """StepRVR, Eq. 3: 1.0 if the response is complete and logical, else 0.0; ``structure``
+    "think" (medrl's heuristic, :func:`validity_parts`) or "r1vl" (:func:`r1vl_structure`)."""
+    if structure == "r1vl":
+        p = r1vl_structure(text)
+    else:
+        p = validity_parts(text, min_reasoning_steps, background_window, min_step_words)
     return 1.0 if p["complete"] and p["logical"] else 0.0
 
 
@@ -306,21 +349,23 @@ def steprar_batch(completions, columns, *, reward="steprar", alpha=0.1, match="s
                             rule=rule, threshold=threshold, reward=reward)
     correct = guard_correct(answers, refs, correct, columns, reward=reward)  # the guard (module docstring)
     out: list[float | None] = []
-    for p, fs, ks, ok in zip(parsed, forms, keys, correct):
+    texts = texts_of(completions)
+    for p, text, fs, ks, ok in zip(parsed, texts, forms, keys, correct):
         ks = _row_key_steps(fs, ks)
         if ok is None or (not ks and missing_key_steps == "none"):
             from medrl.types import UNSCORABLE  # undecided correctness / no key steps: excluded
 
             out.append(UNSCORABLE)
             continue
-        k = key_step_ratio(p.reasoning, ks, match, match_threshold, model) if ks else 0.0
+        source = text if match == "r1vl" else p.reasoning  # R1-VL reads the ### Step sections of the completion
+        k = key_step_ratio(source, ks, match, match_threshold, model) if ks else 0.0
         out.append(accuracy_reward(bool((p.answer or "").strip()), ok, k, alpha))
     return out
 
 
 def steprvr_batch(completions, columns, *, reward="steprvr", min_reasoning_steps=2,
-                  background_window=2, min_step_words=3) -> list[float]:
-    return [validity_reward(t, min_reasoning_steps, background_window, min_step_words)
+                  background_window=2, min_step_words=3, structure="think") -> list[float]:
+    return [validity_reward(t, min_reasoning_steps, background_window, min_step_words, structure)
             for t in texts_of(completions)]
 
 
@@ -330,7 +375,7 @@ def make_steprar(*, alpha: float = 0.1, match: str = "soft",
                  rule: str = "normalized_match", threshold: float = 0.5,
                  use_correct_column: bool = True, missing_key_steps: str = "none") -> Reward:
     """StepRAR (Eq. 2). Options: ``alpha``; key-step ``match`` mode (soft | fuzzy | substring |
-    embedding) and ``match_threshold``; ``model`` (embedding matching); correctness
+    embedding | r1vl) and ``match_threshold``; ``model`` (embedding matching); correctness
     ``rule``/``threshold``/``use_correct_column``; ``missing_key_steps`` "none" (row
     unscorable) or "zero" (k = 0). Reads ``key_step_forms`` when given, else ``key_steps``."""
     check_rule(rule)
@@ -349,7 +394,11 @@ make_steprar.uses_correctness = True
 
 
 @REWARDS.register("steprvr")
-def make_steprvr(*, min_reasoning_steps: int = 2, background_window: int = 2, min_step_words: int = 3) -> Reward:
-    """StepRVR (Eq. 3), heuristic completeness/logic checks; every row is scorable."""
+def make_steprvr(*, min_reasoning_steps: int = 2, background_window: int = 2, min_step_words: int = 3,
+                 structure: str = "think") -> Reward:
+    """StepRVR (Eq. 3); every row is scorable. ``structure``: "think" (medrl's heuristic over the
+    ``<think>`` sentences, default) or "r1vl" (R1-VL's literal section headers)."""
+    if structure not in STRUCTURES:
+        raise ValueError(f"steprvr: structure must be one of {', '.join(STRUCTURES)}, got {structure!r}")
     return Reward("steprvr", steprvr_batch, min_reasoning_steps=min_reasoning_steps,
-                  background_window=background_window, min_step_words=min_step_words)
+                  background_window=background_window, min_step_words=min_step_words, structure=structure)

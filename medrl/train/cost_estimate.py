@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
+from medrl.eval.cost import CHARS_PER_TOKEN, estimate_lines, message_tokens as _tokens  # shared with eval's estimate
 from medrl.judges.cost import Price, judge_price
 
 
@@ -29,13 +30,6 @@ def reward_judge_task(factory: Any) -> str | None:
 
 #: output tokens of one reply, by task (a YES/NO verdict; one JSON object per step)
 OUTPUT_TOKENS = {"answer_correct": 2, "consistency": 2, "verify_steps_per_step": 16}
-CHARS_PER_TOKEN = 4.0  # English text, for an estimate only
-
-
-def _tokens(messages: list[dict]) -> float:
-    chars = sum(len(m["content"]) if isinstance(m.get("content"), str)
-                else sum(len(p.get("text", "")) for p in m.get("content") or []) for m in messages)
-    return chars / CHARS_PER_TOKEN
 
 
 def estimate_judge_cost(recipe: Any, records: Sequence | int, *, price: Price | None = None,
@@ -134,13 +128,8 @@ def describe_estimate(est: dict) -> list[str]:
     """Lines for ``medrl train --dry-run``."""
     if not est["requests_total"]:
         return ["judge estimate: no judged reward, no judge request"]
-    tasks = ", ".join(f"{t} {int(round(v)):,}" for t, v in est["requests"].items())
-    cost = "unknown (set judge.price_in_per_mtok / judge.price_out_per_mtok)" if est["cost_usd"] is None \
-        else f"${est['cost_usd']:.2f}"
-    return [f"judge estimate ({est['rollouts']:,} rollouts: {est['basis']}; before cache and guard savings):",
-            f"  requests {est['requests_total']:,} ({tasks})",
-            f"  tokens {est['tokens']:,} ({est['input_tokens']:,} in, {est['output_tokens']:,} out; ~4 characters a token)",
-            f"  cost {cost}"]
+    return estimate_lines(f"judge estimate ({est['rollouts']:,} rollouts: {est['basis']}; before cache and guard "
+                          "savings):", est, "set judge.price_in_per_mtok / judge.price_out_per_mtok")
 
 
 __all__ = ["CHARS_PER_TOKEN", "OUTPUT_TOKENS", "describe_estimate", "estimate_judge_cost", "reward_judge_task"]

@@ -336,7 +336,7 @@ def _check_trl(path: Path, model, origin: dict, context: str) -> tuple[dict, dic
     """``grpo`` / ``sft`` checked against TRL's config fields; returns them (numbers coerced)."""
     from medrl.train.option_checks import check_trl_section
 
-    grpo, problems = check_trl_section(model.grpo, "GRPOConfig", "grpo", forbidden={
+    grpo, problems = check_trl_section(model.grpo, "GRPOConfig", "grpo", extra={"kl_clamp": float | None}, forbidden={
         "reward_weights": "set reward weights in the 'rewards' list, not grpo.reward_weights",
         "output_dir": "the run folder is --out, not grpo.output_dir"})
     sft, more = check_trl_section(model.sft, "SFTConfig", "sft", extra={"lora": Any, "dtype": Any, "merge_lora": bool})
@@ -425,7 +425,7 @@ def validate_recipe(recipe: Recipe) -> None:
 
 
 def grpo_config_fields() -> set[str]:
-    from trl import GRPOConfig
+    from medrl.train.kl_clamp import GRPOConfig  # TRL's, plus kl_clamp
 
     return {f.name for f in dataclasses.fields(GRPOConfig)}
 
@@ -438,8 +438,9 @@ def build_grpo_config(recipe: Recipe, output_dir: str | Path, **extra: Any):
     ``importance_sampling_level``, ``epsilon_high``), GDPO (``multi_objective_aggregation``),
     vLLM (``use_vllm``, ``vllm_mode``, ...) and scale-out (``deepspeed``, ``fsdp``,
     ``fsdp_config``) reach the trainer. ``reward_weights`` come from the ``rewards`` list.
+    The config is TRL's with one field added, ``kl_clamp`` (:mod:`medrl.train.kl_clamp`).
     """
-    from trl import GRPOConfig
+    from medrl.train.kl_clamp import GRPOConfig
 
     known = grpo_config_fields()
     kwargs = dict(recipe.grpo)

@@ -304,6 +304,15 @@ class MedGRPOTrainer(GRPOTrainer):
         if decided:
             self._metrics[batch.mode]["correctness/correct_frac"].append(sum(decided) / len(decided))
 
+    # ---------------------------------------------------------------- loss
+
+    def _compute_loss(self, model, inputs):
+        """TRL's loss; with ``grpo.kl_clamp`` its KL term is MediX-R1's clamped k3 instead
+        (:func:`medrl.train.kl_clamp.compute_loss_with_clamped_kl`)."""
+        from medrl.train.kl_clamp import compute_loss_with_clamped_kl
+
+        return compute_loss_with_clamped_kl(self, model, inputs, super()._compute_loss)
+
     # ---------------------------------------------------------------- logging
 
     def _judge_counts(self) -> dict[str, int]:

@@ -49,7 +49,7 @@ def _mrpo_rows(accs):
         k = round(acc * n / 100)  # k/n is within 0.08 points of the printed accuracy
         for i in range(n):
             rows.append({"dataset": name, "domain": dom, "reference": "pleural effusion", "open_ended": True,
-                         "scores": {"judge_answer": 1.0 if i < k else 0.0}})
+                         "scores": {"judge_answer_h1": 1.0 if i < k else 0.0}})
     return rows
 
 

@@ -134,3 +134,31 @@ def test_mimic_cxr_report_reads_the_gzipped_split_file(tmp_path):
     _write_png(folder / "s50000001" / "d1.jpg")
     recs = load_records("mimic_cxr_summary", split="test", data_dir=tmp_path)
     assert recs[0].answer == "Normal." and "Clear." in recs[0].question
+
+
+def test_radimagenet_vqa_reads_only_the_benchmark_config(tmp_path, cache):
+    """A full download holds several configurations, each with ``test`` shards: only the
+    ``benchmark`` configuration is the evaluation set; ids are ``metadata.question_id``."""
+    from medrl.data.record import DataError
+
+    img = {"bytes": _png(), "path": "x.png"}
+    row = {"image": img, "question": "Which organ?", "answer": "liver", "question_type": "open", "choices": None,
+           "metadata": {"modality": "CT", "location": "abdomen", "question_id": "q-17"}}
+    base = tmp_path / "RadImageNet-VQA"
+    _pq(base / "benchmark" / "test-00000-of-00001.parquet", [row, {**row, "metadata": {
+        "modality": "MRI", "location": "brain", "question_id": "q-18"}}])
+    _pq(base / "instruct" / "test-00000-of-00001.parquet", [{**row, "question": "Instruction row?"}])
+    _pq(base / "alignment" / "test-00000-of-00001.parquet", [{**row, "question": "Alignment row?"}])
+    recs = load_records("radimagenet_vqa", split="test", data_dir=tmp_path)
+    assert [r.id for r in recs] == ["radimagenet-q-17", "radimagenet-q-18"]
+    assert {r.question for r in recs} == {"Which organ?"}
+    # a repeated question id names both rows
+    _pq(base / "benchmark" / "test-00000-of-00001.parquet", [row, row])
+    with pytest.raises(DataError, match="question_id 'q-17' already used"):
+        load_records("radimagenet_vqa", split="test", data_dir=tmp_path)
+    # configurations but no benchmark folder: a clear error, nothing read
+    import shutil
+
+    shutil.rmtree(base / "benchmark")
+    with pytest.raises(DataError, match="no 'benchmark' configuration folder"):
+        load_records("radimagenet_vqa", split="test", data_dir=tmp_path)

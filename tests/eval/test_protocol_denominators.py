@@ -12,7 +12,7 @@ from medrl.eval.protocols import summarize_protocol
 def _row(i, output, answer, score, **kw):
     return {"key": f"d:{i}", "dataset": "d", "domain": "in", "record_id": str(i), "question": "Which organ?",
             "reference": "liver", "open_ended": True, "output": output, "answer": answer,
-            "scores": {"judge_answer": score}, **kw}
+            "scores": {"judge_answer_h1": score}, **kw}
 
 
 def test_mrpo_reports_both_denominators():

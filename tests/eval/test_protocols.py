@@ -24,7 +24,7 @@ class CountingJudge:
     def __init__(self):
         self.stats, self.calls = JudgeStats(), {"answer": [], "grade": [], "steps": 0}
 
-    async def answer_correct(self, question, reference, prediction, *, image=None):
+    async def answer_correct(self, question, reference, prediction, *, image=None, check="strict"):
         self.calls["answer"].append(prediction)
         if reference == "outage":
             return Verdict.unscored("judge down")
@@ -35,7 +35,8 @@ class CountingJudge:
         ok = prediction.strip().lower() == reference.strip().lower()
         return Verdict.ok((5.0 if ok else 2.0) if rubric == "report" else float(ok))
 
-    async def verify_steps(self, question, reference, steps, *, gold_reasoning=None, evidence=None, image=None):
+    async def verify_steps(self, question, reference, steps, *, gold_reasoning=None, evidence=None, image=None,
+                           step_prompt="hardened"):
         self.calls["steps"] += 1
         return Verdict.ok([StepVerdict(0 if "wrong" in s else 1, 0 if "wrong" in s else 1) for s in steps])
 
@@ -290,8 +291,9 @@ def test_cli_eval_reports_cut_off_outputs_and_defaults_to_the_trained_length(tmp
 
 def test_analyze_without_protocol_uses_mrpo_criterion_and_leaves_closed_rows_out(tmp_path):
     """An eval scored under ``standard`` with MediX-R1's binary grade too: `medrl analyze` without
-    --protocol takes correctness from the judged answer decision (MRPO App. H.1), not the grade,
-    and analyses open-ended rows only; the protocols stored with the eval are named in the report."""
+    --protocol wants MRPO's criterion (App. H.1's check, ``judge_answer_h1``), which this eval never
+    asked: without a judge it falls back to the stored verdict and counts it, and analyses
+    open-ended rows only; the protocols stored with the eval are named in the report."""
     from medrl.cli import main
     from medrl.eval.scoring import stored_protocols
 
@@ -305,7 +307,8 @@ def test_analyze_without_protocol_uses_mrpo_criterion_and_leaves_closed_rows_out
     assert main(["analyze", str(out), "--out", str(tmp_path / "an")]) == 0
     items = {json.loads(l)["key"]: json.loads(l) for l in (tmp_path / "an" / "per_output_ev.jsonl").read_text().splitlines()}
     assert set(items) == {"toy:test:c3", "toy:test:o1", "toy:test:o2", "toy:test:o3"}  # c1, c2, m1 left out
-    assert items["toy:test:o1"]["correct"] is True and items["toy:test:o1"]["correct_from"] == "mrpo"
+    # the strict decision is not MRPO's H.1 check: the fallback verdict (MediX-R1's grade) is used and named
+    assert items["toy:test:o1"]["correct"] is False and items["toy:test:o1"]["correct_from"] == "fallback"
     analysis = json.loads((tmp_path / "an" / "analysis.json").read_text())["tables"]["ev"]
     assert analysis["criterion"]["protocol"] == "mrpo" and analysis["criterion"]["closed_left_out"] == 3
     assert "scored under ['standard'], not 'mrpo'" in (tmp_path / "an" / "report.md").read_text()

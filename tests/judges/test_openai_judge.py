@@ -6,6 +6,7 @@ repeated call comes from the cache, and the API key never shows in logs or error
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import re
@@ -262,3 +263,27 @@ def test_guards_decide_without_a_call(fault_server):
     assert run_sync(j.consistency("q", "", "lung")).value is False
     assert j.stats.calls == 0
     j.close()
+
+
+def test_grade_rounds_ask_again_in_one_conversation(reference_url):
+    """MediX-R1's evaluation rounds over HTTP: three requests, each holding the earlier rounds and
+    a request to re-evaluate; the verdict is their majority (the reference judge repeats itself)."""
+    j = _judge(reference_url)
+    one = run_sync(j.grade("Which organ?", "liver", "liver", rubric="binary"))
+    three = run_sync(j.grade("Which organ?", "liver", "liver", rubric="binary", rounds=3))
+    # round 1 is the one-round request again (a cache hit); rounds 2 and 3 are new conversations
+    assert one.value == three.value == 1.0 and (j.stats.calls, j.stats.cache_hits) == (3, 1)
+    assert json.loads(three.raw)["rounds"] == [1, 1, 1]
+    report = run_sync(j.grade("Summarise.", "small left effusion", "small left pleural effusion", rubric="report",
+                              rounds=3))
+    assert report.scored and json.loads(report.raw)["rounds"] == [report.value] * 3
+
+
+def test_paper_answer_check_skips_the_override_tier(reference_url):
+    """MRPO App. H.1: the judge alone decides every answer (a hedge reaches it), replying O/X."""
+    j = _judge(reference_url)
+    before = j.stats.calls
+    v = run_sync(j.answer_correct("Which organ?", "liver", "liver or spleen", check="paper"))
+    assert v.scored and j.stats.calls == before + 1
+    strict = run_sync(j.answer_correct("Which organ?", "liver", "liver or spleen"))
+    assert strict.value is False and j.stats.calls == before + 1  # refused by the override tier, no request

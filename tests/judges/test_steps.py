@@ -22,7 +22,7 @@ from medrl.judges.server import ReferenceBackend, create_app, serve_in_thread
 from medrl.rewards import REWARDS
 
 J = ReferenceJudge(use_embeddings=False)
-PROCESS = REWARDS.get("mrpo_process")(judge=J)
+PROCESS = REWARDS.get("mrpo_process")(judge=J, step_prompt="hardened")  # the rules under test (the paper prompt credits a restated answer)
 
 # Four records written for this file, each with a valid trace and one wrong step (bad).
 TRACES = [

@@ -79,7 +79,7 @@ def test_stepgrpo_ablations():
         assert r.grpo == full.grpo and r.sft == full.sft
     warm = load_recipe("stepgrpo_ablation_warmup")
     assert not warm.rewards and warm.sft == full.sft
-    # Sec. 4.1: warm-up batch 128 in total on the paper's 4 GPUs
+    # Sec. 4.2: warm-up batch 128 in total on the paper's 4 GPUs
     assert warm.sft["per_device_train_batch_size"] * warm.sft["gradient_accumulation_steps"] * 4 == 128
 
 
@@ -141,3 +141,31 @@ def test_one_tiny_rl_step(name, tiny, records, tmp_path):
     logs = [h for h in res.trainer.state.log_history if "reward" in h]
     for r in recipe.rewards:
         assert any(f"rewards/{r['name']}/mean" in h for h in logs), r["name"]
+
+
+def test_capo_tau_ablations_cannot_differ_from_the_main_run():
+    """CAPO Table 8: with Eq. 2's binary R_DAR (0 or 0.8) the gap R_DAR(o) - R_DAR(o~) takes only
+    -0.8, 0 and 0.8, so tau 0.1, 0.3 and 0.5 pay R_PCR on exactly the same rollouts; the recipes
+    say so."""
+    from medrl.rewards.capo import perception_consistency_reward
+
+    cases = [(a, b) for a in (True, False) for b in (True, False)]
+    main = [perception_consistency_reward(a, b) for a, b in cases]
+    for name, tau in (("capo_ablation_tau01", 0.1), ("capo_ablation_tau05", 0.5)):
+        assert [perception_consistency_reward(a, b, tau=tau) for a, b in cases] == main
+        text = " ".join(load_recipe(name).description.split())
+        assert "cannot differ from the main run" in text
+
+
+def test_capo_recipes_cite_table_5_in_section_4_3():
+    """The diffusion step (100) is CAPO's Table 5 in Sec. 4.3 (the paper has no Sec. 4.4)."""
+    from pathlib import Path
+
+    import medrl
+
+    folder = Path(medrl.__file__).parent / "recipes"
+    for path in sorted(folder.glob("capo*.yaml")):
+        text = path.read_text()
+        assert "Sec. 4.4" not in text, path.name
+        if "t: 100 " in text:
+            assert "Sec. 4.3, Table 5" in text, path.name

@@ -146,3 +146,28 @@ def test_curation_counts_judge_steps_missing_from_their_reasoning(caplog):
     assert counts["steps_not_in_reasoning"] == 1
     assert out[0].extras["key_steps_not_in_reasoning"] == ["splenic laceration"]
     assert any("not found" in m for m in caplog.messages)
+
+
+# R1-VL's released training script (jingyi0000/R1-VL, src/r1-vl/run_grpo_7b.sh) launches 4 processes
+# with --per_device_train_batch_size 1 (questions: its trainer samples --num_generations 4 per
+# question) and --gradient_accumulation_steps 4.
+R1VL_RUN_GRPO_7B = {"nproc_per_node": 4, "per_device_train_batch_size": 1, "gradient_accumulation_steps": 4,
+                    "num_generations": 4, "temperature": 1.2, "max_completion_length": 1024}
+
+
+@pytest.mark.parametrize("name", ["stepgrpo", "stepgrpo_ablation_steprar", "stepgrpo_ablation_steprvr",
+                                  "stepgrpo_ablation_outcome"])
+@pytest.mark.parametrize("processes", [1, 4, 8])
+def test_stepgrpo_batch_is_run_grpo_7b_sh(name, processes):
+    """16 questions x 4 rollouts = 64 completions per optimizer step, on any process count."""
+    from medrl.train.batching import derive_batch, summary
+    from medrl.train.recipes import load_recipe
+
+    r, s = load_recipe(name), R1VL_RUN_GRPO_7B
+    questions = s["nproc_per_node"] * s["per_device_train_batch_size"] * s["gradient_accumulation_steps"]
+    assert questions == 16 and r.batch["global_prompts"] == questions
+    g = r.grpo["num_generations"]
+    assert (g, r.grpo["temperature"], r.grpo["max_completion_length"]) == (
+        s["num_generations"], s["temperature"], s["max_completion_length"])
+    got = summary(r.batch, derive_batch(r.batch, g, processes), g, processes)
+    assert got["completions_per_update"] == 64 and got["prompts_per_update"] == 16

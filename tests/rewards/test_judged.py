@@ -162,3 +162,24 @@ def test_a_failing_row_is_unscored_but_auth_errors_and_bad_columns_raise(caplog)
                 question=["Where?"])
     with pytest.raises(ValueError, match="column 'answer' has 1 values for 2"):
         fn.sync(["q"] * 2, comps, answer=["Left kidney"], question=["Where?"] * 2)
+
+
+def test_mrpo_process_step_prompt_paper_by_default_hardened_as_option():
+    """The mrpo recipe's process reward asks MRPO App. H.2's rules (a step naming the answer
+    contributes); ``step_prompt: hardened`` asks medrl's stricter rules (restating it is 0/0)."""
+    from medrl.rewards import REWARDS
+    from medrl.train.recipes import load_recipe
+
+    opts = {r["name"]: r.get("options") or {} for r in load_recipe("mrpo").rewards}
+    assert opts["mrpo_process"] == {"step_prompt": "paper"}
+    text = "<think>I will look at the image. The answer is left apical pneumothorax.</think><answer>x</answer>"
+    cols = dict(answer=["left apical pneumothorax"], question=["What is the pathology?"],
+                gold_reasoning=["At the left apex a pleural line is seen. Left apical pneumothorax."],
+                evidence=[None], image=[None], modality=[None], organ=[None])
+    paper = REWARDS.get("mrpo_process")(judge_options={"use_embeddings": False})
+    hard = REWARDS.get("mrpo_process")(step_prompt="hardened", judge_options={"use_embeddings": False})
+    assert paper.step_prompt == "paper"
+    assert paper.sync(["q"], [text], **cols) == [0.5]  # meta 0/0, the named answer contributes
+    assert hard.sync(["q"], [text], **cols) == [0.0]
+    with pytest.raises(ValueError, match="step_prompt"):
+        REWARDS.get("mrpo_process")(step_prompt="strict")

@@ -57,15 +57,19 @@ def extract_key_steps(
     evidence_fallback: bool = True,
     concurrency: int = 16,
     show_progress: bool = True,
+    style: str = "medrl",
 ) -> tuple[list[VQARecord], dict]:
-    """Fill ``key_steps`` (and ``extras["key_step_forms"]`` when ``augment``); returns
+    """Fill ``key_steps`` (and ``extras["key_step_forms"]`` when ``augment``); ``style`` "r1vl"
+    asks the judge for R1-VL's per-section phrases of at most three words
+    (:func:`medrl.judges.prompts.extract_key_steps`; stage option ``style: r1vl``). Returns
     (records, counts: judged, from_evidence, unscored, skipped (no gold, no fallback), resumed,
     steps_not_in_reasoning: judge steps the default StepRAR matcher does not find in the gold
     reasoning they were extracted from - logged and listed per record)."""
     log = ResultLog(results_path)
     with_gold = [r for r in records if r.gold_reasoning]
     resumed = run_judged(
-        with_gold, lambda r: judge.extract_key_steps(r.question, r.answer, r.gold_reasoning), _row, log,
+        with_gold, lambda r: judge.extract_key_steps(r.question, r.answer, r.gold_reasoning,
+                                                     **({"style": style} if style != "medrl" else {})), _row, log,
         desc="key steps", concurrency=concurrency, show_progress=show_progress,
     )
     counts = {"judged": 0, "from_evidence": 0, "unscored": 0, "skipped": 0, "resumed": resumed,

@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 
 from medrl.data.record import DataError, VQARecord
-from medrl.data.sources._common import letter_index, mcq_record, need, parquet_rows, row_image, source_root, vqa_record
+from medrl.data.sources._common import (
+    letter_index, mcq_record, need, read_rows, row_image, source_root, split_of, vqa_record, want_split,
+)
 
 
 def _meta(row: dict, where: str) -> dict:
@@ -29,18 +31,48 @@ def _first(*values):
     return next((v for v in values if v not in (None, "")), None)
 
 
+#: The hub's configuration that holds the stratified evaluation set; other configurations of the
+#: dataset (training and instruction data) have ``test`` shards too and are never read.
+BENCHMARK_CONFIG = "benchmark"
+
+
+def benchmark_shards(root: Path, split: str | None) -> list[tuple[str | None, Path, list[dict]]]:
+    """The parquet shards of the benchmark configuration only: ``<root>/**/benchmark/*.parquet``
+    when such a folder exists, else the parquet files directly in ``root`` (a copy of just that
+    configuration); shards of any other configuration folder are left out."""
+    folders = sorted(p for p in root.rglob(BENCHMARK_CONFIG) if p.is_dir())
+    if len(folders) > 1:
+        raise DataError(f"RadImageNet-VQA: several {BENCHMARK_CONFIG!r} folders under {root} "
+                        f"({[str(f) for f in folders[:3]]}); keep one copy or pass its folder")
+    folder = folders[0] if folders else root
+    if not folders and not any(folder.glob("*.parquet")):
+        others = sorted({p.parent.name for p in root.rglob("*.parquet")})
+        raise DataError(f"RadImageNet-VQA: no {BENCHMARK_CONFIG!r} configuration folder under {root} and no parquet "
+                        f"file directly in it (configurations found: {others[:5]}); the evaluation set is the "
+                        f"hub's {BENCHMARK_CONFIG!r} configuration")
+    files = sorted(folder.glob("*.parquet"))
+    picked = [(s, f) for f in files if want_split(split, s := split_of(f.name))]
+    if not picked:
+        raise DataError(f"RadImageNet-VQA: no {split!r} parquet file in {folder} (found {[f.name for f in files][:5]})")
+    return [(s, f, read_rows(f)) for s, f in picked]
+
+
 def load_radimagenet_vqa(data_dir: Path, split: str | None = "test", *, path: str | None = None) -> list[VQARecord]:
     """RadImageNet-VQA (``raidium/RadImageNet-VQA``), its stratified evaluation set of 9,000 CT/MRI
-    questions: parquet shards (``<config>/<split>-*.parquet``, read from anywhere under the
-    folder) with ``image``, ``question``, ``answer``, a question-type column (``question_type``
-    or ``type``: "open" | "closed" | "mcq"), ``choices`` for multiple choice, and a
-    ``metadata`` struct holding the image's ``modality`` and ``location`` (also read at the top
-    level, and ``anatomy`` as the location, for older copies). MRPO App. C.1 uses the 2,000 open
-    questions (``--protocol mrpo``). Ids carry the shard's file stem and the row
-    (``radimagenet-<stem>-<row>``), so rows of different shards never collide."""
+    questions: the parquet shards of the ``benchmark`` configuration only
+    (``benchmark/<split>-*.parquet``, :func:`benchmark_shards`; a full download's other
+    configurations are never mixed in) with ``image``, ``question``, ``answer``, a question-type
+    column (``question_type`` or ``type``: "open" | "closed" | "mcq"), ``choices`` for multiple
+    choice, and a ``metadata`` struct holding the image's ``modality`` and ``location`` (also read
+    at the top level, and ``anatomy`` as the location, for older copies). MRPO App. C.1 uses the
+    2,000 open questions (``--protocol mrpo``). Record ids are the dataset's own
+    ``metadata.question_id`` (``radimagenet-<question_id>``); a copy without it gets the shard's
+    file stem and the row (``radimagenet-<stem>-<row>``), so rows of different shards never
+    collide. A question id given twice is an error naming both rows."""
     root = source_root("radimagenet_vqa", data_dir, path)
     out: list[VQARecord] = []
-    for s, f, rows in parquet_rows(root, split, "RadImageNet-VQA"):
+    seen: dict[str, str] = {}
+    for s, f, rows in benchmark_shards(root, split):
         for i, row in enumerate(rows):
             where = f"{f} row {i}"
             need(row, ("question", "answer"), where)
@@ -50,7 +82,11 @@ def load_radimagenet_vqa(data_dir: Path, split: str | None = "test", *, path: st
             if kind not in ("open", "closed", "mcq", "multiple_choice", "multiple-choice"):
                 raise DataError(f"{where}: question type {kind!r} is not open/closed/mcq "
                                 "(column question_type or type)")
-            rid = f"radimagenet-{f.stem}-{i}"
+            qid = _first(meta.get("question_id"), row.get("question_id"))
+            rid = f"radimagenet-{qid}" if qid is not None else f"radimagenet-{f.stem}-{i}"
+            if rid in seen:
+                raise DataError(f"{where}: question_id {qid!r} already used by {seen[rid]}")
+            seen[rid] = where
             img = row_image(root, row.get("image"), rid)
             mod = _first(meta.get("modality"), row.get("modality"))
             organ = _first(meta.get("location"), meta.get("anatomy"), row.get("anatomy"), row.get("location"))

@@ -68,7 +68,11 @@ class ReferenceJudge:
                  ) -> tuple[bool, str]:
         return answers.answer_correct(question, reference, prediction, allow_one_char=allow_one_char)
 
-    async def answer_correct(self, question: str, reference: str, prediction: str, *, image: Any = None) -> Verdict:
+    async def answer_correct(self, question: str, reference: str, prediction: str, *, image: Any = None,
+                             check: str = "strict") -> Verdict:
+        """Its own rules for either check: a rule judge cannot tell a "good enough" answer (MRPO
+        App. H.1, ``check="paper"``) from a wrong one, so it accepts what it accepts under
+        ``"strict"``."""
         self._count()
         ok, why = self._correct(question, reference, prediction)
         return Verdict.ok(ok, raw=why)
@@ -83,11 +87,13 @@ class ReferenceJudge:
         gold_reasoning: str | None = None,
         evidence: dict | None = None,
         image: Any = None,
+        step_prompt: str = "hardened",
     ) -> Verdict:
+        """The rules of the named prompt (:data:`medrl.judges.prompts.STEP_PROMPTS`; :mod:`.steps`)."""
         self._count()
         out = _steps.verify_steps(question, reference, list(steps), gold_reasoning=gold_reasoning,
                                   evidence=evidence, use_embeddings=self.use_embeddings,
-                                  embedding_model=self.embedding_model)
+                                  embedding_model=self.embedding_model, step_prompt=step_prompt)
         return Verdict.ok(out, raw=json.dumps([[v.gold_alignment, v.answer_contribution, v.reason] for v in out]))
 
     # ---------------------------------------------------------------- consistency
@@ -98,7 +104,8 @@ class ReferenceJudge:
 
     # ---------------------------------------------------------------- grading
     async def grade(self, question: str, reference: str, prediction: str, *, rubric: str = "binary",
-                    image: Any = None) -> Verdict:
+                    image: Any = None, rounds: int = 1) -> Verdict:
+        """``rounds`` is accepted and has no effect: re-asking a rule judge gives the same verdict."""
         self._count()
         if rubric == "binary":
             core = strip_answer(prediction)
@@ -117,12 +124,13 @@ class ReferenceJudge:
         return Verdict.ok(tasks.audit_vqa(question, answer))
 
     # ---------------------------------------------------------------- key steps
-    async def extract_key_steps(self, question: str, answer: str, reasoning: str) -> Verdict:
-        """Up to 6 key steps copied word for word from the reasoning (:func:`.tasks.key_steps`)."""
+    async def extract_key_steps(self, question: str, answer: str, reasoning: str, *, style: str = "medrl") -> Verdict:
+        """Up to 6 key steps copied word for word from the reasoning (:func:`.tasks.key_steps`);
+        ``style="r1vl"``: phrases of at most 3 words (R1-VL's extraction rule)."""
         self._count()
         if not (reasoning or "").strip():
             return Verdict.unscored("no reasoning to extract key steps from")
-        phrases = tasks.key_steps(question, answer, reasoning)
+        phrases = tasks.key_steps(question, answer, reasoning, max_words=3 if style == "r1vl" else 6)
         if not phrases:
             return Verdict.unscored("heuristic: no sentence names a medical term or the answer")
         return Verdict.ok(phrases)

@@ -25,6 +25,14 @@ About the step as a whole:
   :func:`medrl.parsing.split_steps`): 0/0 when any claim is wrong; gold-aligned only when every
   claim is supported; contributing when it or one of its claims contributes.
 
+``step_prompt="paper"`` applies MRPO App. H.2's rules only, as :func:`medrl.judges.prompts.verify_steps`
+states them to an LLM judge under that name: meta-commentary, empty and repeated steps get 0/0,
+and every other step is judged as a whole by :meth:`_StepContext.judge` - no restatement rule (a
+step naming the answer contributes, H.2; framed as a conclusion it is not tested as a repeat,
+H.2's late steps "reach the diagnostic conclusion"), no run-on rule, no per-claim split, and a
+bare noun phrase is judged on what it names (keyword stuffing, every option at once, stays
+meaningless).
+
 About what a statement says (:meth:`_StepContext.judge`, applied to the step and to each claim):
 
 - It must be a statement: bare noun phrases and keyword strings, keyword stuffing (every value
@@ -312,8 +320,9 @@ class _StepContext:
     """What the record says, analysed once per rollout, and the per-step rules (module docstring)."""
 
     def __init__(self, question: str, reference: str, gold: str | None, evidence: dict | None, *,
-                 use_embeddings: bool = True, embedding_model: str | None = None):
+                 use_embeddings: bool = True, embedding_model: str | None = None, step_prompt: str = "hardened"):
         ev = dict(evidence or {})
+        self.paper = step_prompt == "paper"  # MRPO App. H.2's rules only (module docstring)
         self.use_embeddings = use_embeddings
         self.embedding_model = embedding_model
         self.reference = reference or ""
@@ -366,6 +375,12 @@ class _StepContext:
         terms = set(content_tokens(text))
         if not terms:
             return StepVerdict(0, 0, "empty or meaningless")
+        if self.paper:  # H.2: pure repetition is 0/0, everything else is judged as a whole
+            concluding = restatement(text, self.question_text, self.reference) is not None
+            if not concluding and repeats(terms, negated_tokens(text), [w for w, v in zip(seen, earlier)
+                                                                        if not v.reason.startswith(_NOT_SAID)]):
+                return StepVerdict(0, 0, "repeats an earlier step")
+            return self.judge(text)  # a conclusion naming the answer re-uses earlier words: no repeat
         restated = restatement(text, self.question_text, self.reference)
         if restated:
             # it adds nothing of its own: credited only as the closing conclusion of a trace whose
@@ -404,7 +419,7 @@ class _StepContext:
         terms = set(content_tokens(text))
         if not terms:
             return StepVerdict(0, 0, "empty or meaningless")
-        if _keyword_string(text):
+        if _keyword_string(text) and not self.paper:
             return StepVerdict(0, 0, "not a statement (a noun phrase or keyword list)")
         if _stuffed(text):
             return StepVerdict(0, 0, "keyword stuffing")
@@ -484,10 +499,15 @@ class _StepContext:
 
 def verify_steps(question: str, reference: str, steps: Sequence[str], *, gold_reasoning: str | None = None,
                  evidence: dict | None = None, use_embeddings: bool = True,
-                 embedding_model: str | None = None) -> list[StepVerdict]:
-    """One :class:`~medrl.types.StepVerdict` per step, in order (rules in the module docstring)."""
+                 embedding_model: str | None = None, step_prompt: str = "hardened") -> list[StepVerdict]:
+    """One :class:`~medrl.types.StepVerdict` per step, in order (rules in the module docstring;
+    ``step_prompt`` "hardened" or "paper", as :data:`medrl.judges.prompts.STEP_PROMPTS`)."""
+    from medrl.judges.prompts import STEP_PROMPTS
+
+    if step_prompt not in STEP_PROMPTS:
+        raise ValueError(f"step_prompt must be one of {', '.join(STEP_PROMPTS)}, got {step_prompt!r}")
     ctx = _StepContext(question, reference, gold_reasoning, evidence,
-                       use_embeddings=use_embeddings, embedding_model=embedding_model)
+                       use_embeddings=use_embeddings, embedding_model=embedding_model, step_prompt=step_prompt)
     steps = [str(s) for s in steps]
     out: list[StepVerdict] = []
     seen: list[tuple[set[str], set[str]]] = []

@@ -85,8 +85,8 @@ def audit_vqa(question: str, answer: str) -> dict:
     return {"status": "consistent", **base, "notes": "heuristic: question form matches the answer"}
 
 
-def key_steps(question: str, answer: str, reasoning: str) -> list[str]:
-    """Up to 6 key steps, each a short span copied word for word from one reasoning sentence
+def key_steps(question: str, answer: str, reasoning: str, max_words: int = 6) -> list[str]:
+    """Up to 6 key steps, each a short span (at most ``max_words`` words) copied word for word from one reasoning sentence
     (StepGRPO Sec. 3.2.2: "the core few words"), so that the default StepRAR matcher finds all of
     them in the reasoning they came from. Heuristic: in every sentence that is not meta-talk, the
     window of at most 6 words holding the most medical words (organs, modalities, sides, question
@@ -108,7 +108,7 @@ def key_steps(question: str, answer: str, reasoning: str) -> list[str]:
         keys = [bool(t & medical) for t in toks]
         if not any(keys):
             continue
-        size = min(6, len(words))
+        size = min(max_words, len(words))
         start = max(range(len(words) - size + 1), key=lambda i: (sum(keys[i:i + size]), -i))
         end = start + size
         while end > start + 1 and not toks[end - 1]:
