@@ -95,8 +95,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from medrl.train.monitor.config import DEFAULT_HORIZON, Alert, AlertSignal, MonitorConfig
-from medrl.train.monitor.core import HACKING_FILE, SUMMARY_FILE, HackingMonitor, run_horizon
+from medrl.train.monitor.config import DEFAULT_HORIZON, Alert, AlertSignal, MonitorConfig, run_horizon
+from medrl.train.monitor.core import HACKING_FILE, SUMMARY_FILE, HackingMonitor
 from medrl.train.monitor.hooks import MonitorCallback, default_probe
 from medrl.train.monitor.sequential import PaidWrongTest, paid_wrong_detector
 from medrl.train.monitor.signals import (GUARD_CATEGORIES, answer_reward_index, guard_category, guard_reward,

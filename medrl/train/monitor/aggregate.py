@@ -14,7 +14,8 @@ def step_sums(feats, totals, correct, unscorable, answer_r=(), paid=(), truth=()
     """Sums and counts of this process (reduced over processes before the shares are taken), and
     their names. ``keys``: each rollout's prompt (:func:`~medrl.train.monitor.signals.record_key`)
     for the paid-wrong test's groups; ``test``: its rates (the log e-value of this process's
-    groups is a sum, so it reduces like a count)."""
+    groups is a sum, so it reduces like a count). A prompt whose rollouts TRL spread over two
+    processes counts as two groups there (the test then takes the halves as independent)."""
     cats = [c for c in GUARD_CATEGORIES if c != "empty"]
     s: dict[str, float] = {"n": len(feats)}
     answered = [f for f in feats if f["answer"] is not None]

@@ -139,4 +139,17 @@ class Alert:
     examples: list[dict] = field(default_factory=list)
 
 
-__all__ = ["Alert", "AlertSignal", "DEFAULT_HORIZON", "MonitorConfig"]
+def run_horizon(trainer) -> int | None:
+    """How many times the monitor observes a run: its ``max_steps`` (the trainer state's once
+    training began), times the generation rounds a step may take with dynamic sampling; None when
+    the run gives no step count."""
+    state_steps = int(getattr(getattr(trainer, "state", None), "max_steps", 0) or 0)
+    steps = state_steps or int(getattr(getattr(trainer, "args", None), "max_steps", 0) or 0)
+    if steps <= 0:
+        return None
+    dynamic = getattr(trainer, "_dynamic", None)
+    rounds = 1 + int(getattr(getattr(dynamic, "config", None), "max_rounds", 0) or 0) if dynamic is not None else 1
+    return steps * rounds
+
+
+__all__ = ["Alert", "AlertSignal", "DEFAULT_HORIZON", "MonitorConfig", "run_horizon"]

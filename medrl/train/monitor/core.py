@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from medrl.train.monitor.aggregate import step_signals, step_sums
-from medrl.train.monitor.config import Alert, AlertSignal, MonitorConfig
+from medrl.train.monitor.config import Alert, AlertSignal, MonitorConfig, run_horizon
 from medrl.train.monitor.sequential import sr_update
 from medrl.train.monitor.signals import (GUARD_CATEGORIES, _half_means, answer_reward_index, guard_reward,
                                          paid_as_correct, record_key, rollout_features, total_rewards,
@@ -403,17 +403,4 @@ class HackingMonitor:
 
 
 
-def run_horizon(trainer) -> int | None:
-    """How many times the monitor observes a run: its ``max_steps`` (the trainer state's once
-    training began), times the generation rounds a step may take with dynamic sampling; None when
-    the run gives no step count."""
-    state_steps = int(getattr(getattr(trainer, "state", None), "max_steps", 0) or 0)
-    steps = state_steps or int(getattr(getattr(trainer, "args", None), "max_steps", 0) or 0)
-    if steps <= 0:
-        return None
-    dynamic = getattr(trainer, "_dynamic", None)
-    rounds = 1 + int(getattr(getattr(dynamic, "config", None), "max_rounds", 0) or 0) if dynamic is not None else 1
-    return steps * rounds
-
-
-__all__ = ["HACKING_FILE", "HackingMonitor", "SUMMARY_FILE", "run_horizon"]
+__all__ = ["HACKING_FILE", "HackingMonitor", "SUMMARY_FILE"]
