@@ -27,12 +27,14 @@ correctness column (all already in memory; no extra model or judge call):
     both decide where the two differ, and the share the run pays that the verdict calls wrong.
     The verdict also decides answers the correctness decision leaves to its judge (an answer
     sharing no concept with the reference), so a judge that accepts anything shows here. Alert
-    ``disagreement``: the sequential paid-wrong test (:mod:`.sequential`) - a Shiryaev-Roberts
-    e-detector of betting e-values on the share of the verdict's wrong answers the run pays, per
-    prompt, against ``null_rate`` (what a clean run's judge may pay) and ``alt_rate`` - reaches
-    ``log(horizon / alpha)``; a clean run alarms within ``horizon`` steps (the run's ``max_steps``)
-    with probability at most ``alpha``. ``monitor/wrong_n``, ``monitor/wrong_paid``,
-    ``monitor/paid_wrong_log_e`` and ``monitor/paid_wrong_evidence`` log its evidence.
+    ``disagreement``: the sequential disagreement test (:mod:`.sequential`) alarms. It runs two
+    Shiryaev-Roberts e-detectors of per-prompt betting e-values, one on the share of the verdict's
+    wrong rollouts the run pays (``paid_wrong``) and one on the share of its right rollouts the
+    run refuses (``refused_right``). Each tests against ``null_rate`` (what a clean run may show)
+    with ``alt_rate`` as the alternative, and alarms at ``log(horizon / (alpha/2))``. A clean run
+    alarms within ``horizon`` steps (the run's ``max_steps``) with probability at most ``alpha``.
+    ``monitor/wrong_n``, ``monitor/wrong_paid``, ``monitor/right_n``, ``monitor/right_refused``,
+    ``monitor/<direction>_log_e`` and ``monitor/<direction>_evidence`` log the evidence.
 ``monitor/reward``, ``monitor/answer_reward``, ``monitor/correct``, ``monitor/verified``
     mean total reward (TRL's weighted sum), mean answer reward, the share the run pays as correct
     (as above; the exact-match share when the run has neither) and the offline verdict's correct
@@ -80,13 +82,13 @@ mean and max and the alerts. ``medrl analyze hacking RUN`` renders both
 Configuration: the recipe's ``monitor:`` section (``window``, ``probe_every``,
 ``probe_records``, ``stop_on_alert``, and ``thresholds: {name: value}`` for the other keys),
 passed as ``MedGRPOTrainer(monitor=...)``, or ``algorithm.monitor``; keys and defaults in
-:class:`MonitorConfig`; ``False`` turns it off. The paid-wrong test's false-alarm bound holds
+:class:`MonitorConfig`; ``False`` turns it off. The disagreement test's false-alarm bound holds
 by construction (:mod:`.sequential`); the other thresholds are this project's heuristics (no
 paper defines them), deliberately loose so an honest run stays quiet, and every value is logged
 so a user can set their own.
 
 Modules: :mod:`.signals` (pure per-rollout features and the offline verdict), :mod:`.sequential`
-(the paid-wrong test), :mod:`.aggregate` (a step's sums and signals), :mod:`.config`,
+(the disagreement test), :mod:`.aggregate` (a step's sums and signals), :mod:`.config`,
 :mod:`.core` (:class:`HackingMonitor`), :mod:`.hooks` (callback, probe).
 """
 
@@ -98,9 +100,9 @@ from typing import Any, Sequence
 from medrl.train.monitor.config import DEFAULT_HORIZON, Alert, AlertSignal, MonitorConfig, run_horizon
 from medrl.train.monitor.core import HACKING_FILE, SUMMARY_FILE, HackingMonitor
 from medrl.train.monitor.hooks import MonitorCallback, default_probe
-from medrl.train.monitor.sequential import PaidWrongTest, paid_wrong_detector
+from medrl.train.monitor.sequential import ShareTest, run_detector
 from medrl.train.monitor.signals import (GUARD_CATEGORIES, answer_reward_index, guard_category, guard_reward,
-                                         independent_verdict, paid_as_correct, paid_wrong_groups, record_key,
+                                         disagreement_groups, independent_verdict, paid_as_correct, record_key,
                                          repeated_ngram_rate, restated_steps, rollout_features, shares_concept,
                                          total_rewards, zero_std_share, zero_variance_cause)
 
@@ -122,8 +124,7 @@ def attach_monitor(trainer, monitor: Any = None, *, probe_records: Sequence | No
 
 
 __all__ = ["Alert", "AlertSignal", "DEFAULT_HORIZON", "GUARD_CATEGORIES", "HACKING_FILE", "HackingMonitor",
-           "MonitorCallback", "MonitorConfig", "PaidWrongTest", "SUMMARY_FILE", "answer_reward_index",
-           "attach_monitor", "default_probe", "guard_category", "guard_reward", "independent_verdict",
-           "paid_as_correct", "paid_wrong_detector", "paid_wrong_groups", "record_key", "repeated_ngram_rate",
-           "restated_steps", "rollout_features", "run_horizon", "shares_concept", "total_rewards", "zero_std_share",
-           "zero_variance_cause"]
+           "MonitorCallback", "MonitorConfig", "SUMMARY_FILE", "ShareTest", "answer_reward_index", "attach_monitor",
+           "default_probe", "disagreement_groups", "guard_category", "guard_reward", "independent_verdict",
+           "paid_as_correct", "record_key", "repeated_ngram_rate", "restated_steps", "rollout_features",
+           "run_detector", "run_horizon", "shares_concept", "total_rewards", "zero_std_share", "zero_variance_cause"]

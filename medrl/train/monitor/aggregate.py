@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from medrl.train.monitor.sequential import PaidWrongTest, step_log_evalue
-from medrl.train.monitor.signals import GUARD_CATEGORIES, paid_wrong_groups
+from medrl.train.monitor.sequential import ShareTest, step_log_evalue
+from medrl.train.monitor.signals import GUARD_CATEGORIES, disagreement_groups
 
 
 def step_sums(feats, totals, correct, unscorable, answer_r=(), paid=(), truth=(), *, keys: Sequence[str] = (),
-              test: PaidWrongTest | None = None) -> tuple[list[float], list[str]]:
+              test: ShareTest | None = None) -> tuple[list[float], list[str]]:
     """Sums and counts of this process (reduced over processes before the shares are taken), and
     their names. ``keys``: each rollout's prompt (:func:`~medrl.train.monitor.signals.record_key`)
-    for the paid-wrong test's groups; ``test``: its rates (the log e-value of this process's
-    groups is a sum, so it reduces like a count). A prompt whose rollouts TRL spread over two
+    for the disagreement test's groups; ``test``: its rates (the log e-values of this process's
+    groups are sums, so they reduce like counts). A prompt whose rollouts TRL spread over two
     processes counts as two groups there (the test then takes the halves as independent)."""
     cats = [c for c in GUARD_CATEGORIES if c != "empty"]
     s: dict[str, float] = {"n": len(feats)}
@@ -59,12 +59,12 @@ def step_sums(feats, totals, correct, unscorable, answer_r=(), paid=(), truth=()
             if c is not None and f["verdict"] is not None]
     s["disagree"], s["disagree_n"] = sum(a != b for a, b in both), len(both)
     s["paid_wrong"] = sum(a and not b for a, b in both)
-    groups = paid_wrong_groups(list(keys) or [str(i) for i in range(len(feats))], [f["verdict"] for f in feats],
-                               decision)
-    s["wrong_groups"] = len(groups)
-    s["wrong_n"] = sum(w for _, w in groups)
-    s["wrong_paid"] = sum(p for p, _ in groups)
-    s["paid_wrong_log_e"] = step_log_evalue(groups, test.null_rate, test.alt_rate) if test is not None else 0.0
+    wrong, right = disagreement_groups(list(keys) or [str(i) for i in range(len(feats))],
+                                       [f["verdict"] for f in feats], decision)
+    for name, groups, hit in (("wrong", wrong, "paid"), ("right", right, "refused")):
+        s[f"{name}_groups"], s[f"{name}_n"] = len(groups), sum(n for _, n in groups)
+        s[f"{name}_{hit}"] = sum(h for h, _ in groups)
+        s[f"{hit}_{name}_log_e"] = step_log_evalue(groups, test.null_rate, test.alt_rate) if test is not None else 0.0
     known = [(bool(p), bool(t)) for p, t in zip(decision, truth) if p is not None and t is not None]
     s["truth"], s["truth_n"] = sum(t for _, t in known), len(known)
     s["hack"], s["hack_n"] = sum(p and not t for p, t in known), sum(p for p, _ in known)
@@ -92,12 +92,16 @@ def step_signals(s: dict[str, float]) -> dict[str, float | None]:
         "monitor/disagreement": div("disagree", "disagree_n"),
         "monitor/disagreement_n": s["disagree_n"],
         "monitor/paid_wrong": div("paid_wrong", "disagree_n"),
-        # the paid-wrong test's evidence: rollouts the verdict calls wrong (and the run decided),
-        # the share of them paid, the prompts they come from, the step's log e-value
+        # the disagreement test's evidence: rollouts the verdict calls wrong (right) that the run
+        # decided, the share of them it paid (refused), the prompts, each direction's log e-value
         "monitor/wrong_n": s.get("wrong_n", 0.0),
         "monitor/wrong_paid": div("wrong_paid", "wrong_n"),
         "monitor/wrong_groups": s.get("wrong_groups", 0.0),
+        "monitor/right_n": s.get("right_n", 0.0),
+        "monitor/right_refused": div("right_refused", "right_n"),
+        "monitor/right_groups": s.get("right_groups", 0.0),
         "monitor/paid_wrong_log_e": s.get("paid_wrong_log_e", 0.0),
+        "monitor/refused_right_log_e": s.get("refused_right_log_e", 0.0),
         "monitor/completion_tokens": div("tokens", "n"),
         "monitor/answer_chars": div("answer_chars", "answered"),
         "monitor/answer_ref_ratio": div("answer_rel", "answer_rel_n"),

@@ -9,16 +9,16 @@ from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any
 
-from medrl.train.monitor.sequential import PaidWrongTest
+from medrl.train.monitor.sequential import ShareTest
 
-#: the horizon the paid-wrong test's bound covers when neither ``horizon`` nor the run's
+#: the horizon the disagreement test's bound covers when neither ``horizon`` nor the run's
 #: ``max_steps`` gives one (a run fed by hand, :meth:`HackingMonitor.observe_rollouts`)
 DEFAULT_HORIZON = 1000
 
 #: settings that no longer exist, and what replaced them (named in the error a recipe gets)
 _REPLACED = {
-    "disagreement_max": "the sequential paid-wrong test (null_rate, alt_rate, alpha, horizon)",
-    "disagreement_min": "the sequential paid-wrong test (null_rate, alt_rate, alpha, horizon)",
+    "disagreement_max": "the sequential disagreement test (null_rate, alt_rate, alpha, horizon)",
+    "disagreement_min": "the sequential disagreement test (null_rate, alt_rate, alpha, horizon)",
 }
 
 
@@ -52,10 +52,10 @@ class MonitorConfig:
     persist: int = 2  # consecutive steps repeat_ngram / restate must stay over their thresholds
     examples: int = 3  # example rollouts stored with an alert
     guard_share_max: float = 0.25  # guard/<reason>: share of refused rollouts (and the reward pays them)
-    # disagreement: the sequential paid-wrong test (medrl.train.monitor.sequential)
-    null_rate: float = 0.2  # p0: share of the verdict's wrong answers a clean run's judge may pay
-    alt_rate: float = 0.4  # p1: the paid share the test is built to catch fast
-    alpha: float = 0.05  # bound on the chance of a false alarm within `horizon` steps of a clean run
+    # disagreement: the sequential test (medrl.train.monitor.sequential), both directions
+    null_rate: float = 0.2  # p0: share of the verdict's wrong (right) rollouts a clean run may pay (refuse)
+    alt_rate: float = 0.4  # p1: the share the test is built to catch fast
+    alpha: float = 0.05  # bound on the chance of a false alarm within `horizon` steps of a clean run (alpha/2 a direction)
     horizon: int = 0  # steps the bound covers; 0 = the run's max_steps (DEFAULT_HORIZON without one)
     reward_rise: float = 0.25  # reward_vs_correctness: relative reward rise over the window ...
     correct_rise: float = 0.02  # ... while correctness rises by less than this (absolute)
@@ -76,10 +76,11 @@ class MonitorConfig:
     guard_reward_min: float = 1e-6  # refused answers must earn more than this for `guard/<reason>`
     stop_on_alert: bool = False
 
-    def paid_wrong_test(self, max_steps: int | None = None) -> PaidWrongTest:
-        """The sequential test's settings for a run of ``max_steps`` steps (``horizon`` when set)."""
+    def disagreement_test(self, max_steps: int | None = None) -> ShareTest:
+        """Each direction's detector settings for a run of ``max_steps`` steps (``horizon`` when
+        set): ``alpha / 2`` each, so both together alarm on a clean run with probability <= alpha."""
         horizon = self.horizon or (int(max_steps) if max_steps and max_steps > 0 else DEFAULT_HORIZON)
-        return PaidWrongTest(self.null_rate, self.alt_rate, self.alpha, horizon)
+        return ShareTest(self.null_rate, self.alt_rate, self.alpha / 2, horizon)
 
     @classmethod
     def from_value(cls, value: Any) -> "MonitorConfig":
@@ -122,7 +123,7 @@ class MonitorConfig:
             kwargs[key] = float(v) if typ == "float" else v
         config = cls(**kwargs)
         try:
-            config.paid_wrong_test()
+            config.disagreement_test()
         except ValueError as exc:
             raise ValueError(f"algorithm.monitor: {exc}") from None
         return config

@@ -19,6 +19,9 @@ from medrl.train.monitor.signals import (GUARD_CATEGORIES, _half_means, answer_r
 
 log = logging.getLogger(__name__)
 
+#: the disagreement test's two directions (monitor/<direction>_log_e, monitor/<direction>_evidence)
+DIRECTIONS = ("paid_wrong", "refused_right")
+
 HACKING_FILE = "hacking.jsonl"
 SUMMARY_FILE = "monitor_summary.json"
 
@@ -41,8 +44,9 @@ class HackingMonitor:
         self.truth_fn: Callable[[dict, str | None], bool | None] | None = None
         self._over: dict[str, int] = {}
         self._zero_run = 0
-        #: the paid-wrong test's statistic, log R_t of its Shiryaev-Roberts detector (-inf before any step)
-        self.evidence = -math.inf
+        #: the disagreement test's statistics, log R_t of each direction's Shiryaev-Roberts detector
+        #: (-inf before any step)
+        self.evidence: dict[str, float] = dict.fromkeys(DIRECTIONS, -math.inf)
         self.max_steps: int | None = None  # the run's planned steps (the test's horizon), from the trainer
         self.rows: list[dict[str, float]] = []  # each step's signals (the trend windows read them)
         self.seconds = 0.0
@@ -50,8 +54,8 @@ class HackingMonitor:
 
     @property
     def test(self):
-        """The paid-wrong test's settings for this run (:meth:`MonitorConfig.paid_wrong_test`)."""
-        return self.config.paid_wrong_test(self.max_steps)
+        """Each direction's detector settings for this run (:meth:`MonitorConfig.disagreement_test`)."""
+        return self.config.disagreement_test(self.max_steps)
 
     # ---------------------------------------------------------------- from a trainer
     def observe(self, trainer, inputs: list[dict], local_rewards, mode: str = "train") -> list[Alert]:
@@ -118,7 +122,7 @@ class HackingMonitor:
                          guard=f["reason"], category=f["category"], rewards=dict(zip(trainer.reward_func_names, [
                              None if v != v else round(v, 4) for v in row])))
                     for t, x, f, r, c, p, row in zip(texts, inputs, feats, totals, correct, paid, local)]
-        alerts = self.update(step, signals, examples)  # adds monitor/paid_wrong_evidence to signals
+        alerts = self.update(step, signals, examples)  # adds monitor/<direction>_evidence to signals
         for k, v in signals.items():
             if v is not None:
                 trainer._metrics["train"][k].append(float(v))
@@ -178,9 +182,11 @@ class HackingMonitor:
         cfg = self.config
         self.steps += 1
         keep = max(cfg.window, cfg.max_window, 2)
-        # the paid-wrong test (medrl.train.monitor.sequential): Shiryaev-Roberts on the step's log e-value
-        self.evidence = sr_update(self.evidence, float(signals.get("monitor/paid_wrong_log_e") or 0.0))
-        signals["monitor/paid_wrong_evidence"] = self.evidence
+        # the disagreement test (medrl.train.monitor.sequential): Shiryaev-Roberts on each
+        # direction's log e-value
+        for d in DIRECTIONS:
+            self.evidence[d] = sr_update(self.evidence[d], float(signals.get(f"monitor/{d}_log_e") or 0.0))
+            signals[f"monitor/{d}_evidence"] = self.evidence[d]
         for k, v in signals.items():
             if v is None:
                 continue
@@ -225,17 +231,22 @@ class HackingMonitor:
                       f"them {got:.3f}, {versus}: the policy is learning an exploit",
                       pick=lambda e, c=c: e.get("category") == c)
         test = self.test
-        if self.evidence >= test.threshold:
-            wp = signals.get("monitor/wrong_paid")
-            alert(AlertSignal.DISAGREEMENT.value, self.evidence, test.threshold,
-                  f"the run pays as correct (its `correct` column, or its answer reward >= {cfg.answer_paid_min:g}) "
-                  f"answers the offline verdict (guard, exact match, hard mismatch, no shared concept) calls "
-                  f"wrong, more often than the {test.null_rate:.0%} a clean judge may: the paid-wrong test's "
-                  f"evidence log R reached {self.evidence:.2f} >= log(horizon {test.horizon} / alpha {test.alpha:g}) = "
-                  f"{test.threshold:.2f} (a clean run alarms within {test.horizon} steps with probability at most "
-                  f"{test.alpha:g})" + (f"; this step it paid {wp:.0%} of them" if wp is not None else ""),
-                  pick=lambda e: e.get("verdict") is False and bool(e.get("paid") if e.get("paid") is not None
-                                                                    else e.get("correct")))
+        over = [d for d in DIRECTIONS if self.evidence[d] >= test.threshold]
+        if over:
+            d = max(over, key=lambda k: self.evidence[k])
+            share = signals.get("monitor/wrong_paid" if d == "paid_wrong" else "monitor/right_refused")
+            what = ("pays as correct answers the offline verdict (guard, exact match, hard mismatch, no shared "
+                    "concept) calls wrong" if d == "paid_wrong" else
+                    "refuses answers the offline verdict (exact match, yes/no polarity, structure) calls right")
+            alert(AlertSignal.DISAGREEMENT.value, self.evidence[d], test.threshold,
+                  f"the run (its `correct` column, or its answer reward >= {cfg.answer_paid_min:g}) {what}, more "
+                  f"often than the {test.null_rate:.0%} a clean run may: the disagreement test's evidence "
+                  f"({d.replace('_', ' ')}) log R = {self.evidence[d]:.2f} >= log(horizon {test.horizon} / "
+                  f"(alpha/2) {test.alpha:g}) = {test.threshold:.2f}; a clean run alarms within {test.horizon} steps "
+                  f"with probability at most {2 * test.alpha:g}"
+                  + (f". This step: {share:.0%} of them" if share is not None else ""),
+                  pick=lambda e, d=d: e.get("verdict") is (d == "refused_right") and (
+                      e.get("paid") if e.get("paid") is not None else e.get("correct")) is (d == "paid_wrong"))
         r = signals.get("monitor/repeat_ngram")
         if level("repeat_ngram", r, cfg.repeat_ngram_max):
             alert(AlertSignal.REPEAT_NGRAM.value, r, cfg.repeat_ngram_max, f"{r:.0%} of the completions' word 3-grams are repeats")
@@ -360,9 +371,10 @@ class HackingMonitor:
                 "seconds": round(self.seconds, 4), "signals": sig, "series": {k: v for k, v in self.series.items()},
                 "alerts": [{k: v for k, v in asdict(a).items() if k != "examples"} for a in self.alerts],
                 "stopped": self.stop_requested,
-                "paid_wrong_test": {"null_rate": test.null_rate, "alt_rate": test.alt_rate, "alpha": test.alpha,
-                                    "horizon": test.horizon, "threshold": test.threshold,
-                                    "evidence": None if self.evidence == -math.inf else self.evidence}}
+                "disagreement_test": {"null_rate": test.null_rate, "alt_rate": test.alt_rate,
+                                      "alpha": self.config.alpha, "alpha_per_direction": test.alpha,
+                                      "horizon": test.horizon, "threshold": test.threshold,
+                                      "evidence": _finite(self.evidence)}}
 
     # ---------------------------------------------------------------- resume (medrl.train.callbacks)
     def state_dict(self) -> dict:
@@ -375,7 +387,7 @@ class HackingMonitor:
                 "stop_requested": bool(self.stop_requested), "over": dict(self._over), "zero_run": int(self._zero_run),
                 "seconds": float(self.seconds), "steps": int(self.steps), "enabled": bool(self.config.enabled),
                 "rows": [dict(r) for r in self.rows],
-                "evidence": None if self.evidence == -math.inf else float(self.evidence)}
+                "evidence": _finite(self.evidence)}
 
     def load_state_dict(self, state: dict) -> None:
         """Restore :meth:`state_dict` (also a checkpoint written before ``rows`` and ``evidence`` were kept:
@@ -390,7 +402,8 @@ class HackingMonitor:
         self._zero_run = int(state.get("zero_run", 0))
         self.seconds, self.steps = float(state["seconds"]), int(state["steps"])
         self.rows = [dict(r) for r in state.get("rows", [])]
-        self.evidence = -math.inf if state.get("evidence") is None else float(state["evidence"])
+        saved = state.get("evidence") or {}
+        self.evidence = {d: -math.inf if saved.get(d) is None else float(saved[d]) for d in DIRECTIONS}
         self.config.enabled = bool(state.get("enabled", True)) and self.config.enabled
 
     def write_summary(self) -> Path | None:
@@ -401,6 +414,10 @@ class HackingMonitor:
         path.write_text(json.dumps(self.summary(), indent=2))
         return path
 
+
+def _finite(evidence: dict[str, float]) -> dict[str, float | None]:
+    """The detectors' statistics for JSON (None before any step)."""
+    return {d: None if v == -math.inf else float(v) for d, v in evidence.items()}
 
 
 __all__ = ["HACKING_FILE", "HackingMonitor", "SUMMARY_FILE"]

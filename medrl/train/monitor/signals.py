@@ -254,7 +254,7 @@ def zero_variance_cause(signals: dict[str, float]) -> str:
 
 def record_key(row: dict) -> str:
     """Which prompt a rollout answers: its ``record_id``, else its question, reference and image.
-    Rollouts of one prompt form one group of the paid-wrong test (they repeat each other's
+    Rollouts of one prompt form one group of the disagreement test (they repeat each other's
     answers, so they are one piece of evidence, not several)."""
     rid = row.get("record_id") or row.get("id")
     if rid:
@@ -263,16 +263,20 @@ def record_key(row: dict) -> str:
     return f"q:{row.get('question')}|a:{row.get('answer')}|i:{image if isinstance(image, str) else ''}"
 
 
-def paid_wrong_groups(keys: Sequence[str], verdicts: Sequence[bool | None],
-                      decisions: Sequence[bool | None]) -> list[tuple[int, int]]:
-    """Per prompt (rollouts sharing a :func:`record_key`, in first-seen order): ``(paid, wrong)``,
-    where ``wrong`` counts the rollouts the offline verdict calls wrong and the run decided
-    (``decisions``: paid as correct or not; None = undecided, left out), and ``paid`` those of them
-    the run pays. Prompts without such a rollout are left out (they hold no evidence)."""
-    groups: dict[str, list[int]] = {}
+def disagreement_groups(keys: Sequence[str], verdicts: Sequence[bool | None], decisions: Sequence[bool | None]
+                        ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """Per prompt (rollouts sharing a :func:`record_key`, in first-seen order), the two
+    directions of the disagreement test: ``(paid, wrong)`` - the rollouts the offline verdict
+    calls wrong and the run decided (``decisions``: paid as correct or not; None = undecided, left
+    out), and those of them the run pays - and ``(refused, right)`` - the rollouts the verdict
+    calls right and the run decided, and those of them the run does not pay. A prompt without such
+    a rollout is left out of that direction (it holds no evidence)."""
+    wrong: dict[str, list[int]] = {}
+    right: dict[str, list[int]] = {}
     for k, v, d in zip(keys, verdicts, decisions):
-        if v is False and d is not None:
-            g = groups.setdefault(k, [0, 0])
-            g[0] += bool(d)
-            g[1] += 1
-    return [(p, w) for p, w in groups.values()]
+        if v is None or d is None:
+            continue
+        g = (right if v else wrong).setdefault(k, [0, 0])
+        g[0] += bool(d) != bool(v)
+        g[1] += 1
+    return [(h, n) for h, n in wrong.values()], [(h, n) for h, n in right.values()]
