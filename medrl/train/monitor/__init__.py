@@ -23,7 +23,7 @@ correctness column (all already in memory; no extra model or judge call):
     (:func:`medrl.rewards.correctness.correctness_column`), or, for recipes without one (MRPO,
     ARMed, ...), its answer reward (``algorithm.log_rewards.answer``) at or above
     ``answer_paid_min`` - against the independent offline verdict of :func:`independent_verdict`
-    (guard, exact match, yes/no polarity, hard mismatch, no shared concept): the share of rollouts
+    (the one answer decision, then no shared concept): the share of rollouts
     both decide where the two differ, and the share the run pays that the verdict calls wrong.
     The verdict also decides answers the correctness decision leaves to its judge (an answer
     sharing no concept with the reference), so a judge that accepts anything shows here. Alert

@@ -58,46 +58,42 @@ def _guard(answer: str, reference: str | None, question: str | None) -> str | No
 
 
 def independent_verdict(answer: str | None, reference: str | None, question: str | None = None) -> bool | None:
-    """An offline verdict that does not use the run's judge: False when there is no answer or the
-    answer guard refuses it, True on an exact match (case, punctuation, whitespace), the yes/no
-    polarity for a yes/no reference, then the structural equivalence decision
-    (:func:`medrl.equivalence.equivalent`: False on a hard mismatch - another side, organ,
-    modality, number or polarity -, True when the structure accounts for every word), then False
-    when the answer shares no concept with the reference (:func:`shares_concept`), otherwise None
-    (undecided).
+    """An offline verdict that does not use the run's judge: False when there is no answer; the
+    one answer decision (:func:`medrl.answers.decide`: the guard's shapes, hard mismatches -
+    another side, organ, modality, number or polarity -, identity, yes/no polarity, lexicon and
+    structure) where it decides; where it leaves the answer open, False when the answer shares no
+    concept with the reference (:func:`shares_concept`), otherwise None (undecided). A form the
+    decision leaves undecided as suspect (an unknown symbol) stays undecided here too.
 
-    The shared correctness decision asks its judge exactly where the guard, the hard mismatch and
-    identity leave a rollout undecided; the concept check is what lets this verdict still decide
-    some of those rollouts, so a judge that says "correct" to an unrelated answer shows up as
-    disagreement."""
+    The shared correctness decision is the same decision plus the run's judge on what it leaves
+    undecided, so on a recipe with a ``correct`` column the two can differ only where that judge
+    spoke; the concept check is what lets this verdict still decide some of those rollouts, so a
+    judge that says "correct" to an unrelated answer shows up as disagreement. A reward that is
+    not the shared decision (a surface metric, a judge plugged in directly) differs wherever it
+    departs from the decision."""
     return _independent_verdict(answer, reference, question)
 
 
 @functools.lru_cache(maxsize=16384)
 def _independent_verdict(answer: str | None, reference: str | None, question: str | None) -> bool | None:
-    from medrl.answer_guard import is_yes_no, match_key, yes_no
-
     if answer is None or reference is None:
         return None if reference is None else False
-    if _guard(answer, reference, question):
-        return False
-    if match_key(answer) == match_key(reference):
-        return True
-    if is_yes_no(reference):
-        pol = yes_no(answer)
-        return None if pol is None else pol == yes_no(reference)
     if not str(reference).strip():
         return None
     try:
-        from medrl.equivalence import equivalent
+        from medrl.answers import Verdict, decide
 
-        verdict = equivalent(reference, answer, question=question).verdict
+        d = decide(answer, reference, question=question)
     except Exception as exc:  # noqa: BLE001 - a diagnostic never stops a run
-        log.debug("monitor: equivalence failed on %r (%s)", answer[:80], exc)
+        log.debug("monitor: the answer decision failed on %r (%s)", answer[:80], exc)
         return None
-    if verdict is None and not shares_concept(answer, reference):
+    if d.verdict is Verdict.WRONG:
         return False
-    return verdict
+    if d.verdict is Verdict.CORRECT:
+        return True
+    if d.refused:  # undecided and suspect: the decision does not guess, nor does this verdict
+        return None
+    return None if shares_concept(answer, reference) else False
 
 
 def shares_concept(answer: str, reference: str) -> bool:
