@@ -235,9 +235,8 @@ class HackingMonitor:
         if over:
             d = max(over, key=lambda k: self.evidence[k])
             share = signals.get("monitor/wrong_paid" if d == "paid_wrong" else "monitor/right_refused")
-            what = ("pays as correct answers the offline verdict (guard, exact match, hard mismatch, no shared "
-                    "concept) calls wrong" if d == "paid_wrong" else
-                    "refuses answers the offline verdict (exact match, yes/no polarity, structure) calls right")
+            what = ("pays as correct answers the offline verdict (the answer decision, no shared concept) calls "
+                    "wrong" if d == "paid_wrong" else "refuses answers the offline verdict (the answer decision) calls right")
             alert(AlertSignal.DISAGREEMENT.value, self.evidence[d], test.threshold,
                   f"the run (its `correct` column, or its answer reward >= {cfg.answer_paid_min:g}) {what}, more "
                   f"often than the {test.null_rate:.0%} a clean run may: the disagreement test's evidence "
