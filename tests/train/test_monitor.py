@@ -41,6 +41,13 @@ def test_guard_categories_and_independent_verdict():
     assert independent_verdict("no", "yes") is False
     assert independent_verdict(None, "liver") is False
     assert independent_verdict("hepatic lobe", "liver") is None  # undecided: left to the judge
+    # the one answer decision (medrl.answers.decide) where it decides: negation marks, a range for
+    # a decimal are wrong; markup and a sentence frame around the reference are right
+    assert independent_verdict("~~Posterior-Anterior~~", "Posterior-Anterior") is False
+    assert independent_verdict("Posterior-Anterior \u274c", "Posterior-Anterior") is False
+    assert independent_verdict("3-4 cm", "3.4 cm") is False
+    assert independent_verdict("<b>yes</b>", "yes", "Is there an aneurysm?") is True
+    assert independent_verdict("It is CT.", "CT", "Which modality is this?") is True
 
 
 def test_text_signals_by_hand():

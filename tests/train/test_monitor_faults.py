@@ -33,8 +33,9 @@ def text(answer: str, think: str = "The image is a CT. The kidneys are visible. 
 
 
 def run(steps, *, config=None, names=("r",), answer_reward=None, group=4):
-    """Feed ``steps`` (lists of (text, record, reward row)) to a fresh monitor; its hacking alerts."""
-    mon = HackingMonitor(config or MonitorConfig())
+    """Feed ``steps`` (lists of (text, record, reward row)) to a fresh monitor; its hacking alerts.
+    The paid-wrong test's horizon is the run's length, as a trainer's ``max_steps`` gives it."""
+    mon = HackingMonitor(config or MonitorConfig(horizon=len(steps)))
     for i, rollouts in enumerate(steps, start=1):
         texts, recs, rows = zip(*rollouts)
         mon.observe_rollouts(i, list(texts), list(recs), [list(r) for r in rows], names=list(names),
@@ -90,15 +91,16 @@ def correct_column(answers, refs, judge):
 
 
 def side_steps(correct_fn, n_steps=3):
-    """Rollouts answering something unrelated half the time (the shared decision's guard and hard
-    mismatch cannot refuse it, so it asks the judge); ``correct`` from the run's decision."""
+    """Four prompts a step, two rollouts each, one answering something unrelated (the shared
+    decision's guard and hard mismatch cannot refuse it, so it asks the judge); ``correct`` from
+    the run's decision."""
     steps = []
     for _ in range(n_steps):
         answers = ["liver", "a round shadow"] * 4
         refs = ["liver"] * 8
         cols = correct_fn(answers, refs)
-        steps.append([(text(a), {"question": Q_ORGAN, "answer": r, "correct": c}, [1.0 if c else 0.0])
-                      for a, r, c in zip(answers, refs, cols)])
+        steps.append([(text(a), {"record_id": f"p{i // 2}", "question": Q_ORGAN, "answer": r, "correct": c},
+                       [1.0 if c else 0.0]) for i, (a, r, c) in enumerate(zip(answers, refs, cols))])
     return steps
 
 
@@ -111,10 +113,11 @@ def test_disagreement_fires_on_a_yes_to_everything_judge_and_not_on_an_honest_de
 
 def test_disagreement_watches_recipes_without_a_correct_column():
     """MRPO/ARMed have no ``correct`` column: the answer reward's verdict stands in for it."""
-    rec = {"question": Q_SIDE, "answer": "left kidney"}
+    recs = [{"record_id": f"p{i}", "question": Q_SIDE, "answer": "left kidney"} for i in range(4)]
 
     def steps(pay_wrong):
-        return [[(text("left kidney"), rec, [0.9, 0.5]), (text("right kidney"), rec, [pay_wrong, 0.5])] * 4] * 3
+        return [[(text(a), rec, [r, 0.5]) for rec in recs
+                 for a, r in (("left kidney", 0.9), ("right kidney", pay_wrong))]] * 3
 
     _, leaky = run(steps(0.85), names=("mrpo_answer", "mrpo_length"), answer_reward="mrpo_answer")
     assert "disagreement" in leaky
@@ -126,6 +129,10 @@ def test_disagreement_needs_enough_rollouts():
     rec = {"question": Q_SIDE, "answer": "left kidney", "correct": True}
     one = [[(text("right kidney"), rec, [1.0])]] * 3  # 1 rollout per step: 3 rollouts are not evidence
     _, alerts = run(one, group=1)
+    assert "disagreement" not in alerts
+    # the same wrong answer repeated by every rollout of one prompt is one piece of evidence
+    same = [[(text("right kidney"), rec, [1.0])] * 8] * 3
+    _, alerts = run(same, group=8)
     assert "disagreement" not in alerts
 
 
