@@ -31,7 +31,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=200, help="phantom records")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--smoke", action="store_true", help="a few records (the test suite runs this; numbers mean nothing)")
     args = ap.parse_args(argv)
+    if args.smoke:
+        args.n = 8
 
     from medrl.data.sources.phantom import phantom_records, warmup_traces
     from medrl.judges.oracle import OracleJudge, parse_oracle_spec

@@ -47,6 +47,11 @@ def test_step_overhead(data_dir, capsys):
     assert "ratio MedGRPOTrainer / GRPOTrainer" in out
 
 
+def test_step_prompt_rproc(capsys):
+    assert script("step_prompt_rproc").main(["--smoke"]) == 0
+    assert "gold + restated answer" in capsys.readouterr().out
+
+
 def test_a_hook_point_that_moved_is_an_error_not_a_silent_zero():
     from types import SimpleNamespace
 
