@@ -19,6 +19,9 @@ is a warm-up and is not timed:
   rollout, TRL's fused LM head scoring every position): what a step cost before them.
 - ``trl``: plain ``trl.GRPOTrainer`` on the same recipe with
   :func:`~medrl.train.speed.speed_up_step`: what medrl's hooks add beyond TRL.
+- on request, ``with_gc``, ``images_repeated``, ``every_position``: ``medrl`` with one change
+  taken back (gradient checkpointing on; images processed and encoded once per rollout; TRL's
+  head scoring every position): what each change buys.
 
 Per step and arm the components are timed: generation (TRL's ``_generate``: prompt processing,
 ``generate``, decoding), the reference log-probs, rewards and medrl's hooks (``_calculate_rewards``
@@ -33,7 +36,7 @@ means anything). Printed: the median of each component per arm and the ratio of 
 median step to the floor's, for both clocks, with the machine's load average at each round.
 
     python benchmarks/step_profile.py [--rounds 4] [--steps 4] [--prompts 4] [--generations 8]
-        [--arms floor,medrl,before,trl] [--model DIR] [--json FILE]
+        [--arms floor,medrl,before,trl,with_gc,images_repeated,every_position] [--model DIR] [--json FILE]
     python benchmarks/step_profile.py --smoke      # seconds: a smaller model, 2 x 2 rollouts (tests)
 
 One torch thread unless ``--threads``. A random tiny model nearly always writes
@@ -56,7 +59,18 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-ARMS = ("floor", "medrl", "before", "trl")
+#: trainer arms: (trainer, gradient checkpointing, image de-duplication, completion-only scoring)
+TRAINER_ARMS = {
+    "medrl": ("medrl", False, True, True),
+    "before": ("medrl", True, False, False),
+    "trl": ("trl", False, True, True),
+    # one speed-up taken back at a time (not run by default): what each buys
+    "with_gc": ("medrl", True, True, True),
+    "images_repeated": ("medrl", False, False, True),
+    "every_position": ("medrl", False, True, False),
+}
+ARMS = ("floor", *TRAINER_ARMS)
+DEFAULT_ARMS = ("floor", "medrl", "before", "trl")
 COMPONENTS = ("generation", "reference", "rewards_hooks", "policy_forward", "backward", "rest")
 
 
@@ -315,19 +329,17 @@ def build_trainer(arm, config, model_dir, records, out: Path, args):
 
     from medrl.effects import runner
     from medrl.train.pipeline import train_rl
-    from medrl.train.speed import undo_step_speedups, speed_up_step
+    from medrl.train.speed import speed_up_step, undo_step_speedups
 
+    kind, gc, images, scoring = TRAINER_ARMS[arm]
     overrides = runner.rl_overrides(config, seed=0, steps=args.steps)
-    if arm == "before":
-        overrides.append("grpo.gradient_checkpointing=true")  # TRL's default before medrl's CPU default
+    overrides.append(f"grpo.gradient_checkpointing={'true' if gc else 'false'}")
     recipe = runner.load_run_recipe("grpo", overrides)
     judge = runner.judge_of(config.judge, 0)
     tr = train_rl(recipe, model_dir, records, out / arm, judge=judge, train=False,
-                  trainer_cls=GRPOTrainer if arm == "trl" else None).trainer
-    if arm == "before":
-        undo_step_speedups(tr)
-    elif arm == "trl":
-        speed_up_step(tr)
+                  trainer_cls=GRPOTrainer if kind == "trl" else None).trainer
+    speed_up_step(tr)  # MedGRPOTrainer has done it already; a second call changes nothing
+    undo_step_speedups(tr, images=not images, scoring=not scoring)
     return tr
 
 
@@ -356,7 +368,8 @@ def main(argv=None) -> int:
     ap.add_argument("--prompts", type=int, default=4)
     ap.add_argument("--generations", type=int, default=8)
     ap.add_argument("--max-completion-length", type=int, default=64)
-    ap.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated, among {', '.join(ARMS)}")
+    ap.add_argument("--arms", default=",".join(DEFAULT_ARMS), help=f"comma-separated, among {', '.join(ARMS)} "
+                                                                   "(the last three take back one speed-up each)")
     ap.add_argument("--model", default=None, help="policy folder (default: build the harness's tiny Qwen2.5-VL)")
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
     ap.add_argument("--smoke", action="store_true", help="seconds: a smaller model, 2 prompts x 2 rollouts, 8 "
@@ -434,11 +447,11 @@ def main(argv=None) -> int:
     for label, per_arm in tables.items():
         what = ("CPU seconds of this process" if label == "cpu" else "wall seconds")
         print(f"median {what} per step")
-        print(f"{'arm':8s}" + "".join(f"{c:>15s}" for c in (*COMPONENTS, "step")) + f"{'vs floor':>10s}{'n':>4s}")
+        print(f"{'arm':15s}" + "".join(f"{c:>15s}" for c in (*COMPONENTS, "step")) + f"{'vs floor':>10s}{'n':>4s}")
         base = per_arm.get("floor", {}).get("step")
         for arm, v in per_arm.items():
             ratio = f"{v['step'] / base:.2f}" if base else "-"
-            print(f"{arm:8s}" + "".join(f"{v[c]:15.3f}" for c in (*COMPONENTS, "step")) + f"{ratio:>10s}{v['n']:4d}")
+            print(f"{arm:15s}" + "".join(f"{v[c]:15.3f}" for c in (*COMPONENTS, "step")) + f"{ratio:>10s}{v['n']:4d}")
     for label, per_arm in tables.items():
         base = per_arm.get("floor", {}).get("step")
         if base and "medrl" in per_arm:

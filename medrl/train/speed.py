@@ -195,13 +195,16 @@ def speed_up_step(trainer: Any) -> dict[str, bool]:
     return done
 
 
-def undo_step_speedups(trainer: Any) -> None:
-    """Remove what :func:`speed_up_step` installed (the plain path: every image processed and
-    encoded as given)."""
+def undo_step_speedups(trainer: Any, *, images: bool = True, scoring: bool = True) -> None:
+    """Remove what :func:`speed_up_step` installed: with ``images`` the image de-duplication
+    (every image processed and encoded as given), with ``scoring`` the completion-only scoring
+    (TRL's fused head scores every position again)."""
     from medrl.models.image_dedup import remove_image_dedup
 
     for m in _models(trainer).values():
-        remove_image_dedup(m)
-        score_every_position(m)
-    if isinstance(vars(trainer).get("_generate_and_score_completions"), _ProcessOnce):
+        if images:
+            remove_image_dedup(m)
+        if scoring:
+            score_every_position(m)
+    if images and isinstance(vars(trainer).get("_generate_and_score_completions"), _ProcessOnce):
         del vars(trainer)["_generate_and_score_completions"]
