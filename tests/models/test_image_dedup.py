@@ -126,6 +126,34 @@ def test_same_loss_logits_gradients_and_generation(family, tiny):
         model.train()
 
 
+def test_llava_layout_of_the_default_policy():
+    """The default policy's class (LLaVA with a SigLIP tower, ``medrl.models.default_policy``),
+    built tiny from a config: same loss to the bit, gradients to rounding."""
+    from transformers import LlavaConfig, LlavaForConditionalGeneration, SiglipVisionConfig
+
+    from medrl.models.image_dedup import dedup_image_encoder, dedup_stats
+
+    image_token, n_tokens = 5, (28 // 14) ** 2
+    config = LlavaConfig(
+        text_config=dict(model_type="llama", vocab_size=64, hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1),
+        vision_config=SiglipVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                         num_attention_heads=2, image_size=28, patch_size=14, vision_use_head=False),
+        image_token_index=image_token, image_seq_length=n_tokens, vision_feature_select_strategy="full",
+        vision_feature_layer=-1)
+    torch.manual_seed(0)
+    model = LlavaForConditionalGeneration(config)
+    pixels = torch.randn(2, 3, 28, 28)[[0, 1, 0, 0]]  # four rows, two distinct images
+    ids = torch.randint(10, 64, (4, 12))
+    ids[:, 2:2 + n_tokens] = image_token
+    batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "pixel_values": pixels}
+    plain = _loss_logits_grads(model, batch)
+    assert dedup_image_encoder(model)
+    _assert_same(plain, _loss_logits_grads(model, batch))
+    stats = dedup_stats(model)
+    assert (stats.images, stats.encoded) == (4, 2)
+
+
 @pytest.mark.parametrize("family", ["qwen2_5_vl", "gemma3"])
 def test_rows_without_an_image_and_batches_without_repeats(family, tiny):
     """Rows without an image beside rows whose images repeat: same results; a batch whose images
