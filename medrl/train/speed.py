@@ -4,8 +4,8 @@ must do (measured by ``benchmarks/step_profile.py`` against a plain-PyTorch step
 - **Gradient checkpointing** (:func:`gradient_checkpointing_default`): TRL's ``GRPOConfig`` and
   ``SFTConfig`` turn it on, trading a second forward pass in the backward for activation memory.
   Where the run trains on the CPU (``use_cpu``, or no CUDA device) memory is not the limit and the
-  recomputation is pure cost (about a sixth of a tiny-VLM step), so medrl turns it off there unless
-  the recipe or ``--set grpo.gradient_checkpointing=...`` says otherwise. On a GPU TRL's default
+  recomputation is pure cost (about 4% of the harness's tiny-VLM step in the profile), so medrl
+  turns it off there unless the recipe or ``--set grpo.gradient_checkpointing=...`` says otherwise. On a GPU TRL's default
   stands: the papers' 2B-8B policies with 64 rollouts of up to 1024 tokens need the memory.
 - **Each distinct image processed and encoded once per pass** (:func:`speed_up_step`): GRPO
   repeats every prompt once per rollout, so TRL would process each image ``num_generations``
@@ -21,7 +21,7 @@ must do (measured by ``benchmarks/step_profile.py`` against a plain-PyTorch step
   the phantom prompts (129 tokens) and 64-token completions that is three times the head's work in
   each pass. The wrapper hands TRL's head only the labelled positions.
 
-:func:`speed_up_step` installs the last three (``MedGRPOTrainer`` does it in its constructor) and
+:func:`speed_up_step` installs the last two (``MedGRPOTrainer`` does it in its constructor) and
 :func:`undo_step_speedups` removes them.
 """
 
@@ -73,15 +73,16 @@ class CompletionOnlyScoring:
 
     TRL computes per-token log-probabilities with ``model(..., labels=labels, fused_lm_head=True)``.
     On a Triton device (CUDA, XPU) its kernel scores only the positions whose label is not -100;
-    elsewhere (the CPU) it scores every position, so a GRPO batch whose prompts are twice as long
-    as its completions pays for three times the head it needs, in the forward and the backward
-    (the largest share of a CPU step left above the plain-PyTorch floor). This wrapper passes the
-    labelled tail as TRL's own ``shift_labels`` (its documented pre-shifted form, scored without
-    shifting) and has the backbone hand over only the hidden states that predict those labels, then
-    pads every per-token field back to TRL's ``(batch, seq_len - 1)`` layout with TRL's value for an
-    unlabelled position (zero / False). TRL's kernel, temperature and outputs are unchanged; each
+    elsewhere it scores every position (fixed shapes for compiled backends), so on the CPU a GRPO
+    batch whose prompts are twice as long as its completions pays for three times the head it
+    needs, in the forward and the backward (the largest share of a CPU step left above the
+    plain-PyTorch floor). On the CPU only (compiled backends keep TRL's fixed shapes), this
+    wrapper passes the labelled tail as TRL's own ``shift_labels`` (its documented pre-shifted
+    form, scored without shifting) and has the backbone hand over only the hidden states that
+    predict those labels, then pads every per-token field back to TRL's ``(batch, seq_len - 1)``
+    layout with TRL's value for an unlabelled position (zero / False). TRL's kernel, temperature and outputs are unchanged; each
     scored position gets the same arithmetic. Calls without labels (generation), with their own
-    ``shift_labels``, on a Triton device, or whose labels start at the first column go straight to
+    ``shift_labels``, off the CPU, or whose labels start at the first column go straight to
     TRL's forward; a result of another shape switches the wrapper off (the call is redone by TRL's
     forward)."""
 
@@ -101,7 +102,7 @@ class CompletionOnlyScoring:
         import torch
 
         plain = not (self.enabled and fused_lm_head and isinstance(labels, torch.Tensor) and labels.dim() == 2
-                     and kwargs.get("shift_labels") is None and labels.device.type not in ("cuda", "xpu"))
+                     and kwargs.get("shift_labels") is None and labels.device.type == "cpu")
         cols = None if plain else (labels != -100).any(0).nonzero()
         start = int(cols[0]) if cols is not None and cols.numel() else 0
         if plain or start < 2:
