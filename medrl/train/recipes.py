@@ -434,13 +434,15 @@ def build_grpo_config(recipe: Recipe, output_dir: str | Path, **extra: Any):
     """TRL ``GRPOConfig`` from the recipe's ``grpo`` section plus ``extra`` (which wins).
 
     Everything in ``grpo`` goes to TRL unchanged (``use_bias_correction_kl`` defaults to False:
-    the papers' plain k3 KL) - that is how loss variants (``loss_type``,
+    the papers' plain k3 KL; ``gradient_checkpointing`` to False when training on the CPU,
+    :func:`medrl.train.speed.gradient_checkpointing_default`) - that is how loss variants (``loss_type``,
     ``importance_sampling_level``, ``epsilon_high``), GDPO (``multi_objective_aggregation``),
     vLLM (``use_vllm``, ``vllm_mode``, ...) and scale-out (``deepspeed``, ``fsdp``,
     ``fsdp_config``) reach the trainer. ``reward_weights`` come from the ``rewards`` list.
     The config is TRL's with one field added, ``kl_clamp`` (:mod:`medrl.train.kl_clamp`).
     """
     from medrl.train.kl_clamp import GRPOConfig
+    from medrl.train.speed import gradient_checkpointing_default
 
     known = grpo_config_fields()
     kwargs = dict(recipe.grpo)
@@ -462,6 +464,7 @@ def build_grpo_config(recipe: Recipe, output_dir: str | Path, **extra: Any):
     for key, value in (getattr(get_advantage_fn(recipe.algorithm.get("advantage", "grpo")), "trl_options", None)
                        or {}).items():
         kwargs.setdefault(key, value)
+    gradient_checkpointing_default(kwargs)  # off on the CPU, TRL's (on) on a GPU: medrl.train.speed
     kwargs["output_dir"] = str(output_dir)
     try:
         return GRPOConfig(**kwargs)

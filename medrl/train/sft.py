@@ -117,6 +117,7 @@ def train_sft(
     from medrl.models.loading import LoraSpec, save_policy
     from medrl.train.callbacks import JsonlMetricsCallback
     from medrl.train.checkpoints import resolve_resume
+    from medrl.train.speed import gradient_checkpointing_default
 
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -126,8 +127,7 @@ def train_sft(
     sft_kwargs.setdefault("report_to", ["tensorboard"])
     sft_kwargs.setdefault("use_cpu", not cuda)
     sft_kwargs.setdefault("bf16", bool(cuda and torch.cuda.is_bf16_supported()))
-    if not cuda:
-        sft_kwargs.setdefault("gradient_checkpointing", False)  # CPU: memory is not the limit
+    gradient_checkpointing_default(sft_kwargs)  # CPU: memory is not the limit (medrl.train.speed)
     sft_kwargs["completion_only_loss"] = True
     sft_kwargs["remove_unused_columns"] = False
 

@@ -132,6 +132,9 @@ class MedGRPOTrainer(GRPOTrainer):
         self._monitor = attach_monitor(self, monitor, probe_records=probe_records)
         self._judge_cost = attach_judge_cost(self, judge)  # judge tokens, cost, budget (medrl.judges.cost)
         self._dynamic = attach_dynamic_sampling(self)  # DAPO dynamic sampling; None = off
+        from medrl.train.speed import speed_up_step
+
+        self._speedups = speed_up_step(self)  # each distinct image processed and encoded once per pass
 
     # ---------------------------------------------------------------- hook points
 
