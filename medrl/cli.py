@@ -37,10 +37,18 @@ Typical workflow:
   medrl analyze evals/mrpo                          # FFP / FAR figures and report
   medrl demo                                        # all of the above, offline, on real VQA-RAD
 
-Run `medrl <command> --help` for the options of each command. Exit codes (all commands):
-0 ok, 1 check failed, 2 usage, 3 judge auth, 4 data, 5 model, 6 folder locked, 130 interrupted
-(docs/first-hour.md).
+Run `medrl <command> --help` for the options of each command.
 """
+
+
+def _epilog() -> str:
+    """The workflow above and the exit codes, from the one table (:mod:`medrl.exit_codes`)."""
+    import textwrap
+
+    from medrl.exit_codes import summary
+
+    codes = textwrap.fill(f"Exit codes (all commands; docs/first-hour.md): {summary()}.", width=96)
+    return EPILOG + codes + "\n"
 
 
 def _load(name: str):
@@ -53,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="medrl",
         description="RL post-training of medical vision-language models toward step-wise sound "
         "clinical reasoning (MRPO, ARMed, CAPO, MediX-R1, StepGRPO and their baselines).",
-        epilog=EPILOG,
+        epilog=_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=_version())
