@@ -31,6 +31,8 @@ from typing import Any, Iterable
 
 from transformers import TrainerCallback
 
+from medrl.train.checkpoints import LEDGER_FILE, SAVING_MARK  # the ledger is the checkpoint's commit record
+
 log = logging.getLogger(__name__)
 
 REWARD_STATE_FILE = "reward_state.json"
@@ -173,7 +175,6 @@ class StopAfterStepCallback(TrainerCallback):
 # --------------------------------------------------------------------------------------------
 # The run folder as a ledger: what a checkpoint must carry so a resumed run continues exactly.
 
-LEDGER_FILE = "medrl_ledger.json"
 #: JSON-lines logs a training run appends to (truncated to a checkpoint's step on resume)
 RUN_LOGS = ("metrics.jsonl", "credit.jsonl", "hacking.jsonl", "reward_samples.jsonl")
 #: summaries written at the end of training (rebuilt from the ledger's state on resume)
@@ -273,9 +274,15 @@ class RunLedgerCallback(TrainerCallback):
                 out[key] = cb
         return out
 
+    #: :func:`medrl.train.checkpoints.committed_checkpoint` writes this callback's ledger as the commit
+    writes_ledger = True
+
     def ledger(self, output_dir: str | os.PathLike, step: int) -> dict:
+        from medrl.judges.cost import SPEND_FILE
+
         run = Path(output_dir)
-        logs = {p.name: p.stat().st_size for p in sorted(run.glob("*.jsonl")) if p.is_file()}
+        # the judge's spend journal is never cut back (money spent stays spent): not a log here
+        logs = {p.name: p.stat().st_size for p in sorted(run.glob("*.jsonl")) if p.is_file() and p.name != SPEND_FILE}
         state: dict[str, Any] = {"step": int(step), "logs": logs}
         for key, cb in self._stateful().items():
             state[key] = cb.state_dict()
@@ -291,11 +298,11 @@ class RunLedgerCallback(TrainerCallback):
         from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
         ckpt = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
-        if not ckpt.is_dir():
-            return
-        tmp = ckpt / (LEDGER_FILE + ".tmp")
-        tmp.write_text(json.dumps(self.ledger(args.output_dir, state.global_step)))
-        os.replace(tmp, ckpt / LEDGER_FILE)
+        if not ckpt.is_dir() or (ckpt / LEDGER_FILE).exists() or (ckpt / SAVING_MARK).exists():
+            return  # committed with its ledger already (MedGRPOTrainer), or a save that did not finish
+        from medrl.train.checkpoints import write_json_atomic
+
+        write_json_atomic(ckpt / LEDGER_FILE, self.ledger(args.output_dir, state.global_step))
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.outcome.started = True
@@ -317,10 +324,24 @@ class RunLedgerCallback(TrainerCallback):
             log.warning("%s has no %s (written by an older medrl): logs are appended as they are, and judge cost and "
                         "monitor state restart from zero", ckpt, LEDGER_FILE)
             return
-        ledger = json.loads(path.read_text())
+        from medrl.train.checkpoints import ledger_problem
+
+        try:
+            ledger = json.loads(path.read_text())
+        except ValueError as exc:
+            ledger, why = None, f"not JSON ({exc})"
+        else:
+            why = ledger_problem(ledger, step)
+        if why is not None:  # checked before the resume (checkpoint_problem); kept logs beat cut ones
+            log.warning("%s: %s; logs are kept as they are, judge cost and monitor state restart from zero", path, why)
+            return
         self.resumed_from = str(ckpt)
         if state.is_world_process_zero:
-            truncate_logs(run, ledger.get("logs") or {})
+            if isinstance(ledger.get("logs"), dict):
+                truncate_logs(run, ledger["logs"])
+            else:  # a ledger that never recorded the logs must not cut them (nothing to cut them to)
+                log.warning("%s records no log lengths: the logs are kept as they are (rows after step %d may "
+                            "repeat)", path, step)
         for key, cb in self._stateful().items():
             if key in ledger:
                 cb.load_state_dict(ledger[key])

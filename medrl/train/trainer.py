@@ -335,19 +335,19 @@ class MedGRPOTrainer(GRPOTrainer):
     # ---------------------------------------------------------------- checkpoints (state_dict hooks)
 
     def _save_checkpoint(self, model, trial):
-        from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+        from medrl.train.checkpoints import committed_checkpoint, write_json_atomic
 
-        super()._save_checkpoint(model, trial)
-        if not self.args.should_save:
-            return
-        folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
-        if self._reward_state:
-            callbacks.save_reward_state(folder, self._reward_state.values())
-        states = {m.name: m.state_dict() for m in self.methods}
-        states = {k: v for k, v in states.items() if v}
-        if states:
-            with open(os.path.join(folder, METHOD_STATE_FILE), "w") as fh:
-                json.dump(states, fh)
+        # one commit: marked as unfinished, written, the run ledger last, then old ones rotated away
+        with committed_checkpoint(self, trial) as folder:
+            super()._save_checkpoint(model, trial)
+            if folder is None:
+                return
+            if self._reward_state:
+                callbacks.save_reward_state(folder, self._reward_state.values())
+            states = {m.name: m.state_dict() for m in self.methods}
+            states = {k: v for k, v in states.items() if v}
+            if states:
+                write_json_atomic(folder / METHOD_STATE_FILE, states)
 
     def _init_training_state(self, max_steps, num_update_steps_per_epoch, num_train_epochs, resume_from_checkpoint,
                              trial):

@@ -25,8 +25,11 @@ def _checkpoint(folder, step: int, *, optimizer: bool = True):
     ck.mkdir(parents=True)
     save_file({"w": torch.arange(64, dtype=torch.float32)}, str(ck / "model.safetensors"))
     (ck / "trainer_state.json").write_text(json.dumps({"global_step": step}))
-    for name in (["optimizer.pt"] if optimizer else []) + ["scheduler.pt", "rng_state.pth"]:
-        (ck / name).write_bytes(b"x")
+    opt = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(2))])
+    if optimizer:
+        torch.save(opt.state_dict(), ck / "optimizer.pt")
+    torch.save(torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0).state_dict(), ck / "scheduler.pt")
+    torch.save({"python": [1], "numpy": [2], "cpu": torch.get_rng_state()}, ck / "rng_state.pth")
     return ck
 
 
