@@ -180,6 +180,9 @@ class OpenAIJudge:
         self._sem: asyncio.Semaphore | None = None
         self._inflight: dict[str, asyncio.Task] = {}
         self._failures_logged = 0
+        #: the training run's spend journal (:class:`medrl.judges.cost.SpendJournal`), set by the
+        #: trainer's cost callback: paid requests are recorded, replayed ones claimed as spent
+        self.spend_journal: Any = None
 
     @property
     def multimodal(self) -> bool:  # old name of ``images``
@@ -342,7 +345,14 @@ class OpenAIJudge:
                 pass  # parser changed since: ask again
             else:
                 self.stats.cache_hits += 1
-                self._count_saved(self.cache.get_usage(key))  # what the hit saved (medrl.judges.cost)
+                journal = self.spend_journal
+                paid = journal.claim(key) if journal is not None else None
+                if paid is not None:  # paid by this run before a crash, replayed now: spent, not saved
+                    self.stats.replayed += 1
+                    self.stats.input_tokens += int(paid[0])
+                    self.stats.output_tokens += int(paid[1])
+                else:
+                    self._count_saved(self.cache.get_usage(key))  # what the hit saved (medrl.judges.cost)
                 return Verdict.ok(value, raw=self._sanitise(cached, cap=False), cached=True)
         task = self._inflight.get(key)
         if task is not None:
@@ -356,6 +366,19 @@ class OpenAIJudge:
         return await asyncio.shield(task)
 
     async def _send(self, key: str, messages: list[dict], parser: Callable[[str], Any]) -> Verdict:
+        spent: list[tuple[int, int]] = [(0, 0)]
+        try:
+            return await self._attempts(key, messages, parser, spent)
+        finally:  # what this request cost, recorded as soon as it is known (medrl.judges.cost.SpendJournal)
+            journal = self.spend_journal
+            if journal is not None and spent[0] != (0, 0):
+                try:
+                    journal.record(key, *spent[0])
+                except OSError as exc:
+                    log.warning("judge %s: could not record spend in %s (%s)", self.name, journal.path, exc)
+
+    async def _attempts(self, key: str, messages: list[dict], parser: Callable[[str], Any],
+                        spent: list[tuple[int, int]]) -> Verdict:
         if self._sem is None:
             self._sem = asyncio.Semaphore(self.concurrency)
         self.stats.calls += 1
@@ -386,7 +409,7 @@ class OpenAIJudge:
                     self._auth_failed(exc)
                 retryable, error, retry_after = self._classify(exc)
             else:
-                used = self._count_usage(resp, used)
+                used = spent[0] = self._count_usage(resp, used)
                 try:
                     value = parser(text)
                 except VerdictParseError as exc:
