@@ -217,9 +217,16 @@ class MedGRPOTrainer(GRPOTrainer):
         for fn in self.reward_funcs:  # never read a previous batch's rows
             if getattr(fn, "last_unscorable", None) is not None:
                 fn.last_unscorable = None
-        with _zero3_init_off():  # reward encoders loaded lazily here are whole models, not ZeRO-3 shards
+        from medrl.train.reward_checks import checked_rewards
+
+        # reward encoders loaded lazily here are whole models, not ZeRO-3 shards; every reward's
+        # output is checked (a broken one stops the run naming it; non-finite rows are unscorable)
+        with _zero3_init_off(), checked_rewards(self, len(prompts)) as checks:
             rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        unscorable = self.accelerator.gather(self._unscorable_rows(len(prompts), rewards.device)).bool()
+        nonfinite = self.accelerator.gather(checks.mask(len(prompts), rewards.device, nonfinite_only=True))
+        self._metrics[batch.mode]["nonfinite_frac"].append(nonfinite.float().mean().item())
+        local = self._unscorable_rows(len(prompts), rewards.device) | checks.mask(len(prompts), rewards.device)
+        unscorable = self.accelerator.gather(local).bool()
         if self.medrl_algorithm["unscorable"] == "exclude" and unscorable.any():
             rewards = rewards.clone()
             rewards[unscorable] = torch.nan  # all-NaN row: TRL leaves it out and gives advantage 0
