@@ -7,7 +7,7 @@ What makes ~100K calls per epoch affordable and safe:
 - retries with exponential backoff and jitter on 429, 5xx, timeouts, connection errors and
   malformed HTTP bodies (``Retry-After`` honoured, capped); the SDK's own retries are off so every
   retry is counted; an unparseable verdict is re-asked ``parse_retries`` times;
-- strict verdict parsing (:mod:`medrl.judges.parsing`): what does not parse is *unscored*;
+- strict verdict parsing (:mod:`medrl.judges.replies`): what does not parse is *unscored*;
 - a persistent SQLite cache keyed by model + messages + parameters (:mod:`medrl.judges.cache`),
   and de-duplication of identical requests in flight (GRPO groups repeat short answers);
 - accounting in :class:`~medrl.judges.base.JudgeStats` (calls, cache hits, merged duplicates,
@@ -41,7 +41,7 @@ from medrl.judges import prompts
 from medrl.judges.base import JUDGES, JudgeAuthError, JudgeStats, source_version
 from medrl.judges.cache import JudgeCache, cache_key
 from medrl.answer_guard import guard_answer
-from medrl.judges.parsing import (
+from medrl.judges.replies import (
     VerdictParseError,
     parse_audit,
     parse_key_steps,
@@ -341,8 +341,8 @@ class OpenAIJudge:
         if cached is not None:
             try:
                 value = parser(cached)
-            except VerdictParseError:
-                pass  # parser changed since: ask again
+            except Exception:  # noqa: BLE001 - the parser changed since (or the entry is bad): ask again
+                pass
             else:
                 self.stats.cache_hits += 1
                 journal = self.spend_journal
@@ -412,8 +412,9 @@ class OpenAIJudge:
                 used = spent[0] = self._count_usage(resp, used)
                 try:
                     value = parser(text)
-                except VerdictParseError as exc:
-                    error, retryable = self._sanitise(f"unparseable verdict: {exc}"), parse_failures < self.parse_retries
+                except Exception as exc:  # noqa: BLE001 - no reply makes the client fail: it is unscored
+                    why = exc if isinstance(exc, VerdictParseError) else f"{type(exc).__name__}: {exc}"
+                    error, retryable = self._sanitise(f"unparseable verdict: {why}"), parse_failures < self.parse_retries
                     parse_failures += 1
                     if not (retryable and attempt < self.max_retries):
                         return self._fail(error, raw=self._sanitise(text, cap=False), attempts=attempt + 1)
