@@ -129,8 +129,10 @@ def add_arguments(p) -> None:
     from medrl.train.callbacks import BREAKER_SHARE, BREAKER_STEPS
 
     p.add_argument("--judge-max-unscored", type=float, default=BREAKER_SHARE, metavar="SHARE",
-                   help="judge circuit breaker: save and stop when more than this share of a step's rollouts is "
-                   f"unscorable for --judge-max-unscored-steps steps in a row (default {BREAKER_SHARE}; 1 = off)")
+                   help="judge circuit breaker: save and stop when more than this share of a step's judge requests "
+                   "failed (unscored: the judge is dead, hangs or replies in prose) for --judge-max-unscored-steps "
+                   f"steps in a row; rollouts that never reach the judge do not count (default {BREAKER_SHARE}; "
+                   "1 = off)")
     p.add_argument("--judge-max-unscored-steps", type=int, default=BREAKER_STEPS, metavar="K",
                    help=f"consecutive steps for the judge circuit breaker (default {BREAKER_STEPS})")
 

@@ -453,9 +453,17 @@ BREAKER_STEPS = 3
 
 
 class JudgeBreakerCallback(TrainerCallback):
-    """Stop a run whose reward is mostly unscorable: when more than ``max_share`` of a step's
-    rollouts are unscorable (the judge died, hangs or replies in prose) for ``steps`` consecutive
-    steps, save a checkpoint and stop, naming the judge and its last logged error.
+    """Stop a run whose judge has stopped answering: when more than ``max_share`` of a step's
+    judge requests fail (the judge died, hangs, or replies in prose it cannot parse) for ``steps``
+    consecutive steps, save a checkpoint and stop, naming the judge and its last logged error.
+
+    It counts judge *requests*, not rollouts: early in an MRPO run most rollouts carry no answer
+    tags and never reach the judge, so a dead judge leaves their rows scored by the other rewards
+    and the unscorable share of the rows stays at or below one half while every request fails.
+    A request is one question asked of the judge (sent, answered from its cache or merged with an
+    identical one in flight; :class:`medrl.judges.base.JudgeStats`); it failed when it ended
+    unscored. A step that asked the judge nothing says nothing about it and leaves the count as
+    it was. Counts are summed over processes.
 
     Unscorable rollouts are excluded from the loss, so such a run would go on training on the few
     rows left (or on none) and write a final model that says nothing about the reward.
@@ -467,14 +475,14 @@ class JudgeBreakerCallback(TrainerCallback):
     def __init__(self, outcome: RunOutcome | None = None, max_share: float = BREAKER_SHARE,
                  steps: int = BREAKER_STEPS):
         if not 0.0 <= float(max_share) <= 1.0:
-            raise ValueError(f"judge breaker: the unscored share must be between 0 and 1, got {max_share!r}")
+            raise ValueError(f"judge breaker: the failed share must be between 0 and 1, got {max_share!r}")
         if int(steps) < 1:
             raise ValueError(f"judge breaker: the number of steps must be at least 1, got {steps!r}")
         self.outcome = outcome or RunOutcome()
         self.max_share, self.steps = float(max_share), int(steps)
         self.trainer: Any = None
         self.run = 0
-        self._seen: Any = None
+        self._seen: tuple[int, int] | None = None
         self._errors = _LastJudgeError()
 
     def bind_trainer(self, trainer: Any) -> None:
@@ -486,31 +494,55 @@ class JudgeBreakerCallback(TrainerCallback):
     def load_state_dict(self, state: dict) -> None:
         self.run = int(state.get("run", 0))
 
+    def _judge(self) -> Any:
+        return getattr(self.trainer, "judge", None) if self.trainer is not None else None
+
+    def _counts(self) -> tuple[int, int]:
+        """(requests asked, requests failed) by this process's judge so far."""
+        from medrl.judges.cost import stats_snapshot
+
+        s = stats_snapshot(self._judge())
+        return s["calls"] + s["cache_hits"] + s["deduplicated"], s["failures"]
+
     def on_train_begin(self, args, state, control, **kwargs):
         logging.getLogger("medrl.judges").addHandler(self._errors)
+        if self._judge() is not None:
+            self._seen = self._counts()  # the preflight probe and set-up requests are not the run's
 
     def on_train_end(self, args, state, control, **kwargs):
         logging.getLogger("medrl.judges").removeHandler(self._errors)
 
-    def observe(self, share: float, judge_name: str | None, step: int, control) -> None:
-        """One step's unscored share; stops training through ``control`` when the breaker trips."""
+    def observe(self, share: float | None, judge_name: str | None, step: int, control,
+                asked: int | None = None) -> None:
+        """One step's failed share of judge requests (None: the step asked the judge nothing, the
+        count stays); stops training through ``control`` when the breaker trips."""
+        if share is None:
+            return
         self.run = self.run + 1 if share > self.max_share else 0
         if self.run >= self.steps and self.max_share < 1.0:
             err = self._errors.last or "no error was logged"
-            self.outcome.stop("judge", f"judge {judge_name or '?'}: more than {self.max_share:.0%} of the rollouts were "
-                                       f"unscorable for {self.run} consecutive steps (last step: {share:.0%}); last "
-                                       f"error: {err}", step)
+            of = f" ({share:.0%} of {asked} requests)" if asked is not None else f" ({share:.0%})"
+            self.outcome.stop("judge", f"judge {judge_name or '?'}: more than {self.max_share:.0%} of its requests "
+                                       f"failed for {self.run} consecutive steps (last step{of}); last error: {err}",
+                              step)
             control.should_save = True
             control.should_training_stop = True
 
     def on_step_end(self, args, state, control, **kwargs):
-        t = self.trainer
-        if t is None or getattr(t, "judge", None) is None:
+        judge = self._judge()
+        if judge is None or getattr(judge, "stats", None) is None:
             return control
-        rows = getattr(t, "_last_unscorable", None)
-        if rows is None or rows is self._seen or len(rows) == 0:
-            return control
-        self._seen = rows
-        share = float(rows.float().mean().item())
-        self.observe(share, getattr(t.judge, "name", None), state.global_step, control)
+        now = self._counts()
+        before = self._seen if self._seen is not None else now
+        self._seen = now
+        asked, failed = now[0] - before[0], now[1] - before[1]
+        acc = getattr(self.trainer, "accelerator", None)
+        if acc is not None and getattr(acc, "num_processes", 1) > 1:
+            import torch
+
+            both = acc.reduce(torch.tensor([asked, failed], dtype=torch.float64, device=acc.device), reduction="sum")
+            asked, failed = (int(x) for x in both.tolist())
+        asked = max(asked, failed)  # a request that failed before it was sent (an unreadable image)
+        share = failed / asked if asked else None
+        self.observe(share, getattr(judge, "name", None), state.global_step, control, asked=asked)
         return control
