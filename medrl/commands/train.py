@@ -107,7 +107,9 @@ def add_arguments(p) -> None:
                    help="override a recipe value (repeatable), e.g. grpo.beta=0.0; the value is YAML "
                    "(grpo.save_strategy=no is the string 'no': a field that takes text gets 'no' for YAML's false)")
     p.add_argument("--max-steps", type=int, default=None, help="shortcut for --set grpo.max_steps=N")
-    p.add_argument("--limit", type=int, default=None, help="use only the first N records")
+    from medrl.commands.run_folder import record_count
+
+    p.add_argument("--limit", type=record_count, default=None, help="use only the first N records")
     p.add_argument("--resume", nargs="?", const=True, default=None, metavar="CHECKPOINT",
                    help="resume from the last checkpoint in --out (or the given checkpoint folder)")
     p.add_argument("--lora", action="store_true", help="train a LoRA adapter (r=8, alpha=32, dropout 0.05)")
@@ -310,6 +312,12 @@ def _run(args) -> int:
     except RecipeError as exc:
         print(f"medrl train: {exc}", file=sys.stderr)
         return int(Exit.USAGE)
+    problems = trainer_range_problems(recipe)
+    if problems:  # refused here, not by a traceback after the model has loaded
+        print(f"medrl train: {recipe.source}: " + "; ".join(problems), file=sys.stderr)
+        if args.dry_run:
+            print(f"preflight: FAILED (exit {int(Exit.USAGE)})", file=sys.stderr)
+        return int(Exit.USAGE)
     if not args.dry_run and (not args.model or not args.out):
         print("medrl train: --model and --out are required (unless --dry-run)", file=sys.stderr)
         return int(Exit.USAGE)
@@ -397,6 +405,26 @@ def _ledger(args, recipe, resolved: dict, out):
     elif _has_run(out):
         print(f"medrl train: {out} has no intact checkpoint yet; starting from step 0 (its logs are reset)")
     return ckpt
+
+
+#: seeds the trainer hands to numpy / torch: numpy takes 0 .. 2**32 - 1 and nothing else
+SEED_KEYS = ("grpo.seed", "grpo.data_seed", "sft.seed", "sft.data_seed")
+
+
+def trainer_range_problems(recipe) -> list[str]:
+    """Values the recipe schema lets through but the trainer rejects after the model has loaded
+    (a seed numpy refuses): one line each, naming the key and the --set it came from."""
+    problems = []
+    for dotted in SEED_KEYS:
+        section, key = dotted.split(".")
+        value = (getattr(recipe, section, None) or {}).get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 2 ** 32 - 1:
+            origin = next((o for o in recipe.overrides if str(o).split("=", 1)[0].strip() == dotted), None)
+            problems.append(f"{dotted}: {value!r} is not a seed the trainer takes (a whole number from 0 to "
+                            f"4294967295 = 2**32 - 1){f' (from --set {origin})' if origin else ''}")
+    return problems
 
 
 def _breaker_settings(args) -> tuple[float, int]:
