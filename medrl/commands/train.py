@@ -590,11 +590,16 @@ def preflight(args, recipe, resolved: dict) -> int:
         if _has_run(out):
             import json
 
+            from medrl.data.fingerprint import data_fingerprint, read_fingerprint
+
             saved = yaml.safe_load(cfg_path.read_text()) if cfg_path.is_file() else {}
             diffs = config_differences(saved or {}, json.loads(json.dumps(resolved)))
             if diffs and not args.overwrite:
                 return fail(Exit.USAGE, f"{out} holds a run with other settings:\n  " + "\n  ".join(diffs)
                             + "\n(training there would be refused; use another --out or --overwrite)")
+            changed = _data_changed(out, read_fingerprint(out), data_fingerprint(records, source=args.data))
+            if changed and not args.overwrite:
+                return fail(Exit.DATA, changed + " (training there would be refused)")
             print(f"run folder {out}: holds a run with these settings; training would resume it")
         else:
             out.mkdir(parents=True, exist_ok=True)
@@ -667,10 +672,23 @@ def _train(args, recipe, resolved: dict, out, resume) -> int:
         return int(Exit.USAGE)
     if images:
         print(f"judge images: on (longest side {side} px, JPEG)")
+    from medrl.data.fingerprint import FINGERPRINT_FILE, data_fingerprint, read_fingerprint, write_fingerprint
+
+    fingerprint = data_fingerprint(records, source=args.data)
+    saved_fp = read_fingerprint(out)
+    changed = _data_changed(out, saved_fp, fingerprint) if resume else None
+    if changed:
+        print(f"medrl train: {changed}", file=sys.stderr)
+        return int(Exit.DATA)
     cfg_path = out / "config.yaml"
     out.mkdir(parents=True, exist_ok=True)
     cfg_before = cfg_path.read_text() if cfg_path.is_file() else None
     cfg_path.write_text(yaml.safe_dump(resolved, sort_keys=False))
+    if saved_fp is None or not resume:  # pinned at the start; a resume keeps the run's own
+        if resume:
+            print(f"medrl train: warning: {out} holds no data fingerprint (a run of an older medrl); pinning the "
+                  "data it trains on from now", file=sys.stderr)
+        write_fingerprint(out, fingerprint)
     print(f"resolved config -> {cfg_path}")
     print("\n".join(describe_encoders(recipe)))
 
@@ -707,6 +725,10 @@ def _train(args, recipe, resolved: dict, out, resume) -> int:
                 cfg_path.unlink(missing_ok=True)
             else:
                 cfg_path.write_text(cfg_before)
+            if saved_fp is None:
+                (out / FINGERPRINT_FILE).unlink(missing_ok=True)
+            else:
+                write_fingerprint(out, saved_fp)
         raise
     finally:
         for sig, handler in previous.items():
@@ -729,6 +751,22 @@ def _train(args, recipe, resolved: dict, out, resume) -> int:
         return int(Exit.FAILED)
     print(f"final model -> {final}")
     return int(Exit.OK)
+
+
+def _data_changed(out, saved: dict | None, now: dict) -> str | None:
+    """The message refusing to resume ``out`` on other data than it started with (None: same
+    data, or no fingerprint saved to compare with)."""
+    from medrl.data.fingerprint import describe_change
+
+    if saved is None:
+        return None
+    change = describe_change(saved, now)
+    if change is None:
+        return None
+    then = saved.get("source")
+    source = now.get("source") if then in (None, now.get("source")) else f"{then} (now {now.get('source')})"
+    return (f"the training data of {out} changed since the run started: {source}: {change}. One run folder trains on "
+            "one dataset; restore the data as it was, use another --out, or pass --overwrite to start afresh here")
 
 
 def _final_exists(p, since: float = 0.0) -> bool:
