@@ -115,7 +115,7 @@ def run_command(args, name: str) -> int:
             from medrl.models.loading import resolve_model_path
 
             if not _is_shorthand(model):
-                resolve_model_path(model)
+                _check_model_files(model, resolve_model_path(model))
         return int(args._run(args) or 0)
     except (KeyboardInterrupt, Exception) as exc:  # noqa: BLE001 - known classes only, others re-raised
         known = for_error(exc)
@@ -126,6 +126,21 @@ def run_command(args, name: str) -> int:
 
         print(f"medrl {name}: {command_hint(message, name)}", file=sys.stderr)  # hints name only its options
         return int(code)
+
+
+def _check_model_files(given: str, path: str) -> None:
+    """A model folder whose weights were cut short (a save that never finished: a full disk, a
+    kill while ``final/`` was written) fails here with one line naming the file, not with a
+    traceback from the loader (exit 5)."""
+    from medrl.exit_codes import ModelDamagedError
+    from medrl.train.checkpoints import model_folder_problem
+
+    why = model_folder_problem(path)
+    if why is not None:
+        where = path if str(path) == str(given) else f"{given} ({path})"
+        raise ModelDamagedError(f"--model {where}: {why}; the save that wrote it did not finish (a full disk, a "
+                                "process stopped while saving). Rerun the training command on its run folder to "
+                                "write it again, or pass another model")
 
 
 def _is_shorthand(model: str) -> bool:

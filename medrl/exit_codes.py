@@ -10,6 +10,7 @@ those are bugs to report.
 from __future__ import annotations
 
 import errno
+import re
 from enum import IntEnum
 
 
@@ -130,6 +131,73 @@ def storage_error(exc: OSError | None, path=None, doing: str = "write") -> Stora
 def is_storage_error(exc: BaseException) -> bool:
     """An OSError that means the path cannot be written now (:data:`STORAGE_ERRNOS`)."""
     return isinstance(exc, OSError) and getattr(exc, "errno", None) in STORAGE_ERRNOS
+
+
+#: how libraries without an errno say that a write failed: torch ("PytorchStreamWriter failed
+#: writing file ...", or "[enforce fail at inline_container.cc] unexpected pos" from its zip
+#: writer), safetensors ("I/O error: No space left on device (os error 28)")
+_WRITE_WORDS = ("write", "writing", "serializ", "no space", "read-only", "permission denied", "i/o error", "quota",
+                "inline_container", "pytorchstreamwriter")
+_ERRNO_IN_TEXT = (re.compile(r"os error (\d+)"), re.compile(r"\[Errno (\d+)\]"))
+_STRERROR_IN_TEXT = {"no space left on device": errno.ENOSPC, "read-only file system": errno.EROFS,
+                     "permission denied": errno.EACCES, "disk quota exceeded": getattr(errno, "EDQUOT", errno.ENOSPC)}
+#: free space below which a failed write is put down to a full disk
+LOW_SPACE = 16 * 1024 * 1024
+
+
+def write_failure(exc: BaseException, folder) -> StorageError | None:
+    """The :class:`StorageError` behind ``exc``, raised while writing into ``folder``; None when
+    nothing says the disk or the permissions are at fault (the error is something else).
+
+    In order: an OSError with a storage errno anywhere in the chain; an errno or the OS's words
+    for one in the message (safetensors: "No space left on device (os error 28)"); for a failed
+    write that names no cause (torch: "PytorchStreamWriter failed writing file"), what a probe
+    write into ``folder`` says now, or a disk with less than :data:`LOW_SPACE` free."""
+    import os
+    import shutil
+    from pathlib import Path
+
+    seen, e = set(), exc
+    while e is not None and id(e) not in seen:
+        if isinstance(e, StorageError):
+            return e
+        if is_storage_error(e):
+            return storage_error(e, getattr(e, "filename", None) or folder)
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    text = " ".join(str(exc).split()).lower()
+    if not any(w in text for w in _WRITE_WORDS):
+        return None
+    for pattern in _ERRNO_IN_TEXT:
+        m = pattern.search(text)
+        if m and int(m.group(1)) in STORAGE_ERRNOS:
+            return storage_error(OSError(int(m.group(1)), os.strerror(int(m.group(1)))), folder)
+    for words, code in _STRERROR_IN_TEXT.items():
+        if words in text:
+            return storage_error(OSError(code, os.strerror(code)), folder)
+    folder = Path(folder)
+    probe_dir = folder if folder.is_dir() else folder.parent
+    probe = probe_dir / f".medrl-write-probe-{os.getpid()}"
+    try:
+        with open(probe, "wb") as fh:
+            fh.write(b"\0" * 65536)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as probe_exc:
+        if is_storage_error(probe_exc):
+            return storage_error(probe_exc, folder)
+        return None
+    finally:
+        try:
+            probe.unlink()
+        except OSError:
+            pass
+    try:
+        if shutil.disk_usage(probe_dir).free < LOW_SPACE:
+            return storage_error(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), folder)
+    except OSError:
+        pass
+    return None
 
 
 def _classes() -> list[tuple[tuple[str, str], Exit]]:

@@ -342,9 +342,7 @@ def _run(args) -> int:
         return preflight(args, recipe, resolved)
     out = Path(args.out)
     if args.resume and out.is_dir():
-        from medrl.train.pipeline import finished_run
-
-        done = finished_run(recipe, out)
+        done = _finished(recipe, out)
         if done is not None:
             print(f"medrl train: {args.out} is finished (final model: {done}); nothing to resume. Use a new --out, "
                   "or a larger --max-steps to train further from its last checkpoint.")
@@ -381,9 +379,7 @@ def _ledger(args, recipe, resolved: dict, out):
                   + "\nRerun with the saved settings to continue it, use another --out, or pass --overwrite to "
                   "start afresh here.", file=sys.stderr)
             return int(Exit.USAGE)
-        from medrl.train.pipeline import finished_run
-
-        done = finished_run(recipe, out)
+        done = _finished(recipe, out)
         if done is not None:
             print(f"medrl train: {out} is finished with these settings (final model: {done}); nothing to do. Use "
                   "a new --out, a larger --max-steps to train further, or --overwrite to train again.")
@@ -425,6 +421,32 @@ def trainer_range_problems(recipe) -> list[str]:
             problems.append(f"{dotted}: {value!r} is not a seed the trainer takes (a whole number from 0 to "
                             f"4294967295 = 2**32 - 1){f' (from --set {origin})' if origin else ''}")
     return problems
+
+
+def _finished(recipe, out):
+    """The final model of a finished run in ``out`` (None: not finished). A single-stage run whose
+    ``final/`` was cut short while it was saved (a full disk, a kill) is not finished: that folder
+    is moved aside to ``damaged-final`` (named, with what is wrong) and the run writes it again
+    from its last checkpoint."""
+    import os
+
+    from medrl.train.checkpoints import DAMAGED_PREFIX, model_folder_problem
+    from medrl.train.pipeline import finished_run, pipeline_stages
+
+    done = finished_run(recipe, out)
+    if done is None or pipeline_stages(recipe):
+        return done
+    why = model_folder_problem(done)
+    if why is None:
+        return done
+    dest, n = out / f"{DAMAGED_PREFIX}final", 1
+    while dest.exists():
+        n += 1
+        dest = out / f"{DAMAGED_PREFIX}{n}-final"
+    os.replace(done, dest)
+    print(f"medrl train: {done} is damaged ({why}); moved it aside to {dest.name}: the run writes its final model "
+          "again from its last checkpoint")
+    return None
 
 
 def _breaker_settings(args) -> tuple[float, int]:
@@ -719,16 +741,25 @@ def _train(args, recipe, resolved: dict, out, resume) -> int:
     try:
         final = run_recipe(recipe, args.model, records, out, judge=judge, resume=resume,
                            lora=True if args.lora else None, callbacks=cbs, probe_records=probe_records)
-    except BaseException:
+    except BaseException as exc:
+        import contextlib
+
+        from medrl.exit_codes import write_failure
+
         if not outcome.started and not _has_run(out):  # a failed start leaves the folder as it was
-            if cfg_before is None:
-                cfg_path.unlink(missing_ok=True)
-            else:
-                cfg_path.write_text(cfg_before)
-            if saved_fp is None:
-                (out / FINGERPRINT_FILE).unlink(missing_ok=True)
-            else:
-                write_fingerprint(out, saved_fp)
+            with contextlib.suppress(OSError):  # (a folder that cannot be written keeps what it has)
+                if cfg_before is None:
+                    cfg_path.unlink(missing_ok=True)
+                else:
+                    cfg_path.write_text(cfg_before)
+                if saved_fp is None:
+                    (out / FINGERPRINT_FILE).unlink(missing_ok=True)
+                else:
+                    write_fingerprint(out, saved_fp)
+        # a full disk or a read-only folder under a library that names neither: one line naming the folder
+        fault = write_failure(exc, out) if isinstance(exc, Exception) else None
+        if fault is not None and fault is not exc:
+            raise fault from exc
         raise
     finally:
         for sig, handler in previous.items():

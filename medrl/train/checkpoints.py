@@ -403,6 +403,13 @@ def committed_checkpoint(trainer, trial=None) -> Iterator[Path | None]:
     args.save_total_limit = None  # rotation waits for the commit
     try:
         yield folder if main else None
+    except Exception as exc:  # a full disk or a read-only folder is one line naming the checkpoint
+        from medrl.exit_codes import write_failure
+
+        fault = write_failure(exc, folder)
+        if fault is None:
+            raise
+        raise fault from exc
     finally:
         args.save_total_limit = limit
     accelerator = getattr(trainer, "accelerator", None)
