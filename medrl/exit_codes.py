@@ -207,6 +207,7 @@ def _classes() -> list[tuple[tuple[str, str], Exit]]:
         (("medrl.exit_codes", "ModelDamagedError"), Exit.MODEL),
         (("medrl.exit_codes", "StorageError"), Exit.STORAGE),
         (("medrl.train.reward_checks", "RewardError"), Exit.REWARD),
+        (("medrl.train.checkpoints", "CheckpointError"), Exit.USAGE),
         (("medrl.judges.base", "JudgeAuthError"), Exit.JUDGE_AUTH),
         (("medrl.runlock", "RunLockedError"), Exit.LOCKED),
         (("medrl.data.record", "DataError"), Exit.DATA),

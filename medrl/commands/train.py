@@ -17,7 +17,10 @@ exits with its own code, without a final model (docs/first-hour.md: exit codes, 
 The run folder (--out) gets:
   config.yaml              the fully resolved recipe (profile and --set overrides applied)
   checkpoint-N/            TRL/transformers checkpoints (+ reward_state.json for ARMed, medrl_ledger.json:
-                           log lengths, judge cost, monitor and judge-breaker state at that step)
+                           log lengths, judge cost, monitor and judge-breaker state at that step and the
+                           size of every file; written last: a save without it never finished)
+  data_fingerprint.json    the training records' fingerprint: a rerun on edited data is refused
+  judge_spend.jsonl        every judge request the run paid for (never cut back on resume)
   runs/                    TensorBoard logs  (tensorboard --logdir OUT)
   metrics.jsonl            the same metrics as JSON lines
   monitor_summary.json     reward-hacking monitor signals; hacking.jsonl: its alerts with examples

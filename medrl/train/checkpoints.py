@@ -303,6 +303,10 @@ def warn_missing_optimizer(ckpt: str | os.PathLike) -> list[str]:
     return missing
 
 
+class CheckpointError(FileNotFoundError):
+    """``--resume CHECKPOINT`` names no folder, or a damaged one (the message says what is wrong)."""
+
+
 def resolve_resume(resume: bool | str | None, output_dir: Path) -> str | None:
     """``True`` -> the newest intact ``checkpoint-N`` in ``output_dir`` (None if there is none
     yet; damaged newer ones are reported and moved aside, :func:`intact_checkpoint`); a path ->
@@ -313,10 +317,11 @@ def resolve_resume(resume: bool | str | None, output_dir: Path) -> str | None:
         return intact_checkpoint(Path(output_dir))
     p = Path(resume)
     if not p.is_dir():
-        raise FileNotFoundError(f"--resume {resume}: no such checkpoint folder")
+        raise CheckpointError(f"--resume {resume}: no such checkpoint folder")
     why = checkpoint_problem(p)
     if why is not None:
-        raise FileNotFoundError(f"--resume {resume}: the checkpoint is damaged ({why})")
+        raise CheckpointError(f"--resume {resume}: the checkpoint is damaged ({why}); resume without a path to use "
+                              "the newest intact checkpoint")
     warn_missing_optimizer(p)
     return str(p)
 

@@ -31,14 +31,17 @@ class Crashed(BaseException):
     """Stands in for the kill in an in-process test (a BaseException: nothing catches it)."""
 
 
-def register_reward() -> None:
-    """Register ``judged_consistency`` (a reward factory that takes the run's judge)."""
+def register_reward(name: str = "judged_consistency", every: int = 1) -> None:
+    """Register the reward factory ``name``: it takes the run's judge and asks it one consistency
+    question for every ``every``-th rollout (the others carry nothing to judge: no request, a
+    score of 0). A judged rollout scores its verdict plus a tenth of its distinct characters (so
+    the rollouts of a group differ and the weights move); an unscored verdict is UNSCORABLE."""
     from medrl.rewards import REWARDS
 
-    if "judged_consistency" in REWARDS:
+    if name in REWARDS:
         return
 
-    def judged_consistency(judge):
+    def factory(judge):
         import asyncio
 
         from medrl.judges.base import run_sync
@@ -47,19 +50,20 @@ def register_reward() -> None:
         def reward(prompts, completions, question=None, answer=None, **kwargs):
             texts = [c if isinstance(c, str) else c[0]["content"] for c in completions]
 
-            async def ask():
-                return await asyncio.gather(*(judge.consistency(q, t, str(a))
-                                              for q, t, a in zip(question, texts, answer)))
+            async def ask(i):
+                return await judge.consistency(question[i], texts[i], str(answer[i])) if i % every == 0 else None
 
-            verdicts = run_sync(ask())
-            out = [UNSCORABLE if not v.scored else float(bool(v.value)) + len(set(t)) / 10.0
-                   for v, t in zip(verdicts, texts)]
+            async def ask_all():
+                return await asyncio.gather(*(ask(i) for i in range(len(texts))))
+
+            out = [0.0 if v is None else UNSCORABLE if not v.scored else float(bool(v.value)) + len(set(t)) / 10.0
+                   for v, t in zip(run_sync(ask_all()), texts)]
             return record_unscorable(reward, out)
 
-        reward.__name__ = "judged_consistency"
+        reward.__name__ = name
         return reward
 
-    REWARDS.register("judged_consistency")(judged_consistency)
+    REWARDS.register(name)(factory)
 
 
 def _die(kill: bool):

@@ -10,39 +10,10 @@ from __future__ import annotations
 
 import pytest
 
+from crash_train import register_reward
+
 pytestmark = [pytest.mark.usefixtures("one_torch_thread"),
               pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")]
-
-
-def _register_half_judged() -> None:
-    from medrl.rewards import REWARDS
-
-    if "half_judged" in REWARDS:
-        return
-
-    def half_judged(judge):
-        import asyncio
-
-        from medrl.judges.base import run_sync
-        from medrl.types import UNSCORABLE, record_unscorable
-
-        def reward(prompts, completions, question=None, answer=None, **kwargs):
-            texts = [c if isinstance(c, str) else c[0]["content"] for c in completions]
-
-            async def ask(i):  # odd rollouts have nothing to judge: no request, a score of 0
-                return await judge.consistency(question[i], texts[i], str(answer[i])) if i % 2 == 0 else None
-
-            async def ask_all():
-                return await asyncio.gather(*(ask(i) for i in range(len(texts))))
-
-            verdicts = run_sync(ask_all())
-            out = [0.0 if v is None else (UNSCORABLE if not v.scored else float(bool(v.value))) for v in verdicts]
-            return record_unscorable(reward, out)
-
-        reward.__name__ = "half_judged"
-        return reward
-
-    REWARDS.register("half_judged")(half_judged)
 
 
 def test_a_judge_failing_every_request_trips_the_breaker_when_half_the_rows_never_ask_it(tmp_path, data_dir,
@@ -59,7 +30,7 @@ def test_a_judge_failing_every_request_trips_the_breaker_when_half_the_rows_neve
         async def complete(self, messages, max_tokens):
             return "Well, the reasoning seems broadly plausible to me.", 12, 9
 
-    _register_half_judged()
+    register_reward("half_judged", every=2)  # odd rollouts have nothing to judge: they never ask it
     out = tmp_path / "run"
     with serve_in_thread(create_app(Prose())) as url:
         code = main(["train", "--recipe", "grpo", "--model", "tiny", "--data", "vqa_rad", "--data-dir", str(data_dir),
