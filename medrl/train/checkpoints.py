@@ -254,6 +254,9 @@ def model_folder_problem(folder: str | os.PathLike) -> str | None:
             _, why = _json_object(folder / name)
             if why:
                 return why
+    if not any((folder / n).is_file() for n in ("model.safetensors", "adapter_model.safetensors",
+                                                "model.safetensors.index.json")):
+        return None  # weights in another form (a .bin, a GGUF): the loader speaks for them
     return _weights_problem(folder)
 
 
