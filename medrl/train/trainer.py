@@ -17,7 +17,12 @@ of one GRPO step (:data:`medrl.methods.HOOK_ORDER`); data passes between them in
   have them copied into the batch here.
 - ``token_advantages``: the advantage estimator named by ``algorithm.advantage`` - TRL's own for
   ``grpo``, else the active method that provides it (MRPO).
-- checkpoints: each method's ``state_dict`` goes to ``method_state.json`` and back through
+- reward outputs are checked (:mod:`medrl.train.reward_checks`): a reward that raises or
+  returns anything but one number (or None / UNSCORABLE) per rollout stops the run naming it; a
+  non-finite value makes its rollout unscorable.
+- checkpoints: each is saved as one commit (:func:`medrl.train.checkpoints.committed_checkpoint`:
+  marked unfinished until the run ledger is written; old ones rotated away after). Each method's
+  ``state_dict`` goes to ``method_state.json`` and back through
   ``load_state_dict`` on resume (ARMed's adaptive thresholds travel this way). Stateful rewards
   (:class:`medrl.types.StatefulReward`) are frozen during evaluation; those no method carries
   (``Method.state_rewards``), e.g. a custom reward, are saved in ``reward_state.json``.
