@@ -384,6 +384,6 @@ def attach_judge_cost(trainer: Any, judge: Any) -> JudgeCostCallback | None:
     return cb
 
 
-__all__ = ["Budget", "COST_FILE", "JudgeCostCallback", "Price", "SPEND_FILE", "SpendJournal", "attach_judge_cost", "bind_trainer_callbacks", "configure_judge_cost",
-           "cost_fields", "cost_summary", "judge_price", "parse_budget",
-           "stats_snapshot"]
+__all__ = ["Budget", "COST_FILE", "JudgeCostCallback", "Price", "SPEND_FILE", "SpendJournal", "attach_judge_cost",
+           "bind_trainer_callbacks", "configure_judge_cost", "cost_fields", "cost_summary", "judge_price",
+           "parse_budget", "stats_snapshot"]

@@ -414,7 +414,8 @@ class OpenAIJudge:
                     value = parser(text)
                 except Exception as exc:  # noqa: BLE001 - no reply makes the client fail: it is unscored
                     why = exc if isinstance(exc, VerdictParseError) else f"{type(exc).__name__}: {exc}"
-                    error, retryable = self._sanitise(f"unparseable verdict: {why}"), parse_failures < self.parse_retries
+                    error = self._sanitise(f"unparseable verdict: {why}")
+                    retryable = parse_failures < self.parse_retries
                     parse_failures += 1
                     if not (retryable and attempt < self.max_retries):
                         return self._fail(error, raw=self._sanitise(text, cap=False), attempts=attempt + 1)

@@ -70,8 +70,8 @@ def test_a_jsonl_file_edited_between_run_and_rerun_is_refused(tmp_path, capsys):
     assert f"the training data of {out} changed since the run started: jsonl:{data}" in err
     assert "1 changed (first: 'r2')" in err and "--overwrite" in err
     assert not (out / "checkpoint-2").exists()
-    assert main(["train", "--recipe", "grpo", "--model", "tiny", "--dry-run", "--data", f"jsonl:{data}", "--profile", "cpu",
-                 "--max-steps", "2", "--out", str(out)]) == Exit.DATA  # the preflight says the same
+    assert main(["train", "--recipe", "grpo", "--model", "tiny", "--dry-run", "--data", f"jsonl:{data}",
+                 "--profile", "cpu", "--max-steps", "2", "--out", str(out)]) == Exit.DATA  # the preflight says the same
     assert train(1, "--overwrite") == 0  # afresh, on the data as it is now
     assert json.loads((out / "data_fingerprint.json").read_text())["records"] == 4
     os.utime(tmp_path / "img.png", ns=(1, 1))  # the image touched: its time is part of the print
