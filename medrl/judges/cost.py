@@ -115,6 +115,12 @@ class SpendJournal:
         """Payments after the checkpoint that no replayed request has claimed (yet)."""
         return sum(len(v) for v in self._pool.values())
 
+    @property
+    def unclaimed_tokens(self) -> int:
+        """Tokens of those payments: spent by a crashed attempt on requests the resumed run has not
+        asked again (a replay that sampled other rollouts)."""
+        return sum(a + b for v in self._pool.values() for a, b in v)
+
     def size(self) -> int:
         """The journal's length in bytes (what a checkpoint's ledger records)."""
         try:
@@ -348,7 +354,12 @@ class JudgeCostCallback(TrainerCallback):
                 "budget": None if self.budget is None else str(self.budget), "budget_stop_step": self.stopped_at,
                 "run": cost_fields(self.total, self.price),
                 "epochs": {str(e): cost_fields(c, self.price) for e, c in sorted(self.epochs.items())},
-                "steps": self.steps}
+                "steps": self.steps,
+                # paid by an attempt that crashed, for requests this run never asked again (this
+                # process's share): real money outside the totals above, which count the run's steps
+                "paid_before_crash_not_replayed": {
+                    "requests": self.journal.unclaimed if self.journal is not None else 0,
+                    "tokens": self.journal.unclaimed_tokens if self.journal is not None else 0}}
 
     def on_train_end(self, args, state, control, **kwargs):
         if self.journal is not None and getattr(self.judge, "spend_journal", None) is self.journal:

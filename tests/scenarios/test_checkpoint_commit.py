@@ -109,6 +109,7 @@ def test_crash_while_writing_the_ledger_resumes_to_the_uninterrupted_run(referen
     assert "checkpoint-3 is damaged (its save did not finish" in printed and "resuming from checkpoint-2" in printed
     cost = json.loads((out / "judge_cost.json").read_text())
     assert cost["run"]["replayed"] > 0  # step 3's requests came from the cache and still count as spent
+    assert cost["paid_before_crash_not_replayed"] == {"requests": 0, "tokens": 0}  # every payment claimed
     assert_same_run(reference_run, out)
 
 
