@@ -38,10 +38,18 @@ Typical workflow:
   medrl analyze evals/mrpo                          # FFP / FAR figures and report
   medrl demo                                        # all of the above, offline, on real VQA-RAD
 
-Run `medrl <command> --help` for the options of each command. Exit codes (all commands):
-0 ok, 1 check failed, 2 usage, 3 judge auth, 4 data, 5 model, 6 folder locked, 130 interrupted
-(docs/first-hour.md).
+Run `medrl <command> --help` for the options of each command.
 """
+
+
+def _epilog() -> str:
+    """The workflow above and the exit codes, from the one table (:mod:`medrl.exit_codes`)."""
+    import textwrap
+
+    from medrl.exit_codes import summary
+
+    codes = textwrap.fill(f"Exit codes (all commands; docs/first-hour.md): {summary()}.", width=96)
+    return EPILOG + codes + "\n"
 
 
 def _load(name: str):
@@ -54,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="medrl",
         description="RL post-training of medical vision-language models toward step-wise sound "
         "clinical reasoning (MRPO, ARMed, CAPO, MediX-R1, StepGRPO and their baselines).",
-        epilog=EPILOG,
+        epilog=_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=_version())
@@ -108,7 +116,7 @@ def run_command(args, name: str) -> int:
             from medrl.models.loading import resolve_model_path
 
             if not _is_shorthand(model):
-                resolve_model_path(model)
+                _check_model_files(model, resolve_model_path(model))
         return int(args._run(args) or 0)
     except (KeyboardInterrupt, Exception) as exc:  # noqa: BLE001 - known classes only, others re-raised
         known = for_error(exc)
@@ -119,6 +127,21 @@ def run_command(args, name: str) -> int:
 
         print(f"medrl {name}: {command_hint(message, name)}", file=sys.stderr)  # hints name only its options
         return int(code)
+
+
+def _check_model_files(given: str, path: str) -> None:
+    """A model folder whose weights were cut short (a save that never finished: a full disk, a
+    kill while ``final/`` was written) fails here with one line naming the file, not with a
+    traceback from the loader (exit 5)."""
+    from medrl.exit_codes import ModelDamagedError
+    from medrl.train.checkpoints import model_folder_problem
+
+    why = model_folder_problem(path)
+    if why is not None:
+        where = path if str(path) == str(given) else f"{given} ({path})"
+        raise ModelDamagedError(f"--model {where}: {why}; the save that wrote it did not finish (a full disk, a "
+                                "process stopped while saving). Rerun the training command on its run folder to "
+                                "write it again, or pass another model")
 
 
 def _is_shorthand(model: str) -> bool:

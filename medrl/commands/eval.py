@@ -141,7 +141,9 @@ def add_arguments(p) -> None:
                         "report pass@k for k = 1, 2, 4, ..., N (CAPO Fig. 7; samples.jsonl, pass_at_k.json)")
     p.add_argument("--prompt-style", default="think_answer",
                    help="think_answer | modality_think_answer | plain (vLLM backend)")
-    p.add_argument("--limit", type=int, default=None, help="first N records per dataset")
+    from medrl.commands.run_folder import record_count
+
+    p.add_argument("--limit", type=record_count, default=None, help="first N records per dataset")
     p.add_argument("--refine-questions", action="store_true",
                    help="ARMed Table 2: rewrite the in-domain test questions with the judge's QA-consistency "
                         "audit before generating (needs_fix -> new question, drop -> removed; log in "

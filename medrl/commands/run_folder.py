@@ -9,6 +9,20 @@ import contextlib
 from typing import Callable
 
 
+def record_count(text: str) -> int:
+    """argparse type of ``--limit``: a whole number of records, at least 1 (``--limit -5`` would
+    silently drop the last five records as a Python slice)."""
+    import argparse
+
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1 or str(text).strip() != str(n):
+        raise argparse.ArgumentTypeError(f"expected a whole number of records >= 1, got {text!r}")
+    return n
+
+
 def add_data_root_arg(p) -> None:
     """``--allow-outside-data-root``, the same option on every command that reads images."""
     p.add_argument("--allow-outside-data-root", action="store_true",

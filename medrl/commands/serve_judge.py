@@ -49,8 +49,11 @@ def add_arguments(p) -> None:
                    help="largest request body in MB; bigger requests get 413 (default 4)")
     p.add_argument("--max-pending", type=int, default=256,
                    help="requests accepted at once; more get 503 with Retry-After (default 256)")
-    from medrl.judges.server import BODY_TIMEOUT, MAX_PER_CLIENT
+    from medrl.judges.server import BODY_TIMEOUT, HEADER_TIMEOUT, MAX_PER_CLIENT
 
+    p.add_argument("--header-timeout", type=float, default=HEADER_TIMEOUT, metavar="SECONDS",
+                   help="seconds a client may take to send its request headers; slower connections are closed "
+                   f"(default {HEADER_TIMEOUT:g})")
     p.add_argument("--body-timeout", type=float, default=BODY_TIMEOUT, metavar="SECONDS",
                    help=f"seconds a client may take to send its request body; slower gets 408 (default {BODY_TIMEOUT:g})")
     p.add_argument("--max-per-client", type=int, default=MAX_PER_CLIENT, metavar="N",
@@ -67,7 +70,7 @@ def run(args) -> int:
 
     import uvicorn
 
-    from medrl.judges.server import LMBackend, ReferenceBackend, create_app
+    from medrl.judges.server import LMBackend, ReferenceBackend, create_app, server_config
 
     api_key = None
     if args.api_key_env:
@@ -78,6 +81,9 @@ def run(args) -> int:
             return 2
     if args.max_body_mb <= 0:
         print("medrl serve-judge: --max-body-mb must be positive", file=sys.stderr)
+        return 2
+    if not args.header_timeout > 0:
+        print("medrl serve-judge: --header-timeout must be positive", file=sys.stderr)
         return 2
     if not args.body_timeout > 0 or args.max_per_client < 1:
         print("medrl serve-judge: --body-timeout must be positive and --max-per-client at least 1", file=sys.stderr)
@@ -103,6 +109,6 @@ def run(args) -> int:
     host = f"[{args.host}]" if family == socket.AF_INET6 else args.host
     auth = f", bearer key from ${args.api_key_env}" if api_key else ""
     print(f"medrl judge server: backend={args.backend} model={name} at http://{host}:{port}/v1{auth}", flush=True)
-    config = uvicorn.Config(app, log_level="warning")
+    config = server_config(app, header_timeout=args.header_timeout, log_level="warning")
     uvicorn.Server(config).run(sockets=[sock])
     return 0

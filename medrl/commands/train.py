@@ -17,7 +17,10 @@ exits with its own code, without a final model (docs/first-hour.md: exit codes, 
 The run folder (--out) gets:
   config.yaml              the fully resolved recipe (profile and --set overrides applied)
   checkpoint-N/            TRL/transformers checkpoints (+ reward_state.json for ARMed, medrl_ledger.json:
-                           log lengths, judge cost, monitor and judge-breaker state at that step)
+                           log lengths, judge cost, monitor and judge-breaker state at that step and the
+                           size of every file; written last: a save without it never finished)
+  data_fingerprint.json    the training records' fingerprint: a rerun on edited data is refused
+  judge_spend.jsonl        every judge request the run paid for (never cut back on resume)
   runs/                    TensorBoard logs  (tensorboard --logdir OUT)
   metrics.jsonl            the same metrics as JSON lines
   monitor_summary.json     reward-hacking monitor signals; hacking.jsonl: its alerts with examples
@@ -107,7 +110,9 @@ def add_arguments(p) -> None:
                    help="override a recipe value (repeatable), e.g. grpo.beta=0.0; the value is YAML "
                    "(grpo.save_strategy=no is the string 'no': a field that takes text gets 'no' for YAML's false)")
     p.add_argument("--max-steps", type=int, default=None, help="shortcut for --set grpo.max_steps=N")
-    p.add_argument("--limit", type=int, default=None, help="use only the first N records")
+    from medrl.commands.run_folder import record_count
+
+    p.add_argument("--limit", type=record_count, default=None, help="use only the first N records")
     p.add_argument("--resume", nargs="?", const=True, default=None, metavar="CHECKPOINT",
                    help="resume from the last checkpoint in --out (or the given checkpoint folder)")
     p.add_argument("--lora", action="store_true", help="train a LoRA adapter (r=8, alpha=32, dropout 0.05)")
@@ -129,8 +134,10 @@ def add_arguments(p) -> None:
     from medrl.train.callbacks import BREAKER_SHARE, BREAKER_STEPS
 
     p.add_argument("--judge-max-unscored", type=float, default=BREAKER_SHARE, metavar="SHARE",
-                   help="judge circuit breaker: save and stop when more than this share of a step's rollouts is "
-                   f"unscorable for --judge-max-unscored-steps steps in a row (default {BREAKER_SHARE}; 1 = off)")
+                   help="judge circuit breaker: save and stop when more than this share of a step's judge requests "
+                   "failed (unscored: the judge is dead, hangs or replies in prose) for --judge-max-unscored-steps "
+                   f"steps in a row; rollouts that never reach the judge do not count (default {BREAKER_SHARE}; "
+                   "1 = off)")
     p.add_argument("--judge-max-unscored-steps", type=int, default=BREAKER_STEPS, metavar="K",
                    help=f"consecutive steps for the judge circuit breaker (default {BREAKER_STEPS})")
 
@@ -308,6 +315,12 @@ def _run(args) -> int:
     except RecipeError as exc:
         print(f"medrl train: {exc}", file=sys.stderr)
         return int(Exit.USAGE)
+    problems = trainer_range_problems(recipe)
+    if problems:  # refused here, not by a traceback after the model has loaded
+        print(f"medrl train: {recipe.source}: " + "; ".join(problems), file=sys.stderr)
+        if args.dry_run:
+            print(f"preflight: FAILED (exit {int(Exit.USAGE)})", file=sys.stderr)
+        return int(Exit.USAGE)
     if not args.dry_run and (not args.model or not args.out):
         print("medrl train: --model and --out are required (unless --dry-run)", file=sys.stderr)
         return int(Exit.USAGE)
@@ -332,9 +345,7 @@ def _run(args) -> int:
         return preflight(args, recipe, resolved)
     out = Path(args.out)
     if args.resume and out.is_dir():
-        from medrl.train.pipeline import finished_run
-
-        done = finished_run(recipe, out)
+        done = _finished(recipe, out)
         if done is not None:
             print(f"medrl train: {args.out} is finished (final model: {done}); nothing to resume. Use a new --out, "
                   "or a larger --max-steps to train further from its last checkpoint.")
@@ -371,9 +382,7 @@ def _ledger(args, recipe, resolved: dict, out):
                   + "\nRerun with the saved settings to continue it, use another --out, or pass --overwrite to "
                   "start afresh here.", file=sys.stderr)
             return int(Exit.USAGE)
-        from medrl.train.pipeline import finished_run
-
-        done = finished_run(recipe, out)
+        done = _finished(recipe, out)
         if done is not None:
             print(f"medrl train: {out} is finished with these settings (final model: {done}); nothing to do. Use "
                   "a new --out, a larger --max-steps to train further, or --overwrite to train again.")
@@ -395,6 +404,52 @@ def _ledger(args, recipe, resolved: dict, out):
     elif _has_run(out):
         print(f"medrl train: {out} has no intact checkpoint yet; starting from step 0 (its logs are reset)")
     return ckpt
+
+
+#: seeds the trainer hands to numpy / torch: numpy takes 0 .. 2**32 - 1 and nothing else
+SEED_KEYS = ("grpo.seed", "grpo.data_seed", "sft.seed", "sft.data_seed")
+
+
+def trainer_range_problems(recipe) -> list[str]:
+    """Values the recipe schema lets through but the trainer rejects after the model has loaded
+    (a seed numpy refuses): one line each, naming the key and the --set it came from."""
+    problems = []
+    for dotted in SEED_KEYS:
+        section, key = dotted.split(".")
+        value = (getattr(recipe, section, None) or {}).get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 2 ** 32 - 1:
+            origin = next((o for o in recipe.overrides if str(o).split("=", 1)[0].strip() == dotted), None)
+            problems.append(f"{dotted}: {value!r} is not a seed the trainer takes (a whole number from 0 to "
+                            f"4294967295 = 2**32 - 1){f' (from --set {origin})' if origin else ''}")
+    return problems
+
+
+def _finished(recipe, out):
+    """The final model of a finished run in ``out`` (None: not finished). A single-stage run whose
+    ``final/`` was cut short while it was saved (a full disk, a kill) is not finished: that folder
+    is moved aside to ``damaged-final`` (named, with what is wrong) and the run writes it again
+    from its last checkpoint."""
+    import os
+
+    from medrl.train.checkpoints import DAMAGED_PREFIX, model_folder_problem
+    from medrl.train.pipeline import finished_run, pipeline_stages
+
+    done = finished_run(recipe, out)
+    if done is None or pipeline_stages(recipe):
+        return done
+    why = model_folder_problem(done)
+    if why is None:
+        return done
+    dest, n = out / f"{DAMAGED_PREFIX}final", 1
+    while dest.exists():
+        n += 1
+        dest = out / f"{DAMAGED_PREFIX}{n}-final"
+    os.replace(done, dest)
+    print(f"medrl train: {done} is damaged ({why}); moved it aside to {dest.name}: the run writes its final model "
+          "again from its last checkpoint")
+    return None
 
 
 def _breaker_settings(args) -> tuple[float, int]:
@@ -560,11 +615,16 @@ def preflight(args, recipe, resolved: dict) -> int:
         if _has_run(out):
             import json
 
+            from medrl.data.fingerprint import data_fingerprint, read_fingerprint
+
             saved = yaml.safe_load(cfg_path.read_text()) if cfg_path.is_file() else {}
             diffs = config_differences(saved or {}, json.loads(json.dumps(resolved)))
             if diffs and not args.overwrite:
                 return fail(Exit.USAGE, f"{out} holds a run with other settings:\n  " + "\n  ".join(diffs)
                             + "\n(training there would be refused; use another --out or --overwrite)")
+            changed = _data_changed(out, read_fingerprint(out), data_fingerprint(records, source=args.data))
+            if changed and not args.overwrite:
+                return fail(Exit.DATA, changed + " (training there would be refused)")
             print(f"run folder {out}: holds a run with these settings; training would resume it")
         else:
             out.mkdir(parents=True, exist_ok=True)
@@ -637,10 +697,23 @@ def _train(args, recipe, resolved: dict, out, resume) -> int:
         return int(Exit.USAGE)
     if images:
         print(f"judge images: on (longest side {side} px, JPEG)")
+    from medrl.data.fingerprint import FINGERPRINT_FILE, data_fingerprint, read_fingerprint, write_fingerprint
+
+    fingerprint = data_fingerprint(records, source=args.data)
+    saved_fp = read_fingerprint(out)
+    changed = _data_changed(out, saved_fp, fingerprint) if resume else None
+    if changed:
+        print(f"medrl train: {changed}", file=sys.stderr)
+        return int(Exit.DATA)
     cfg_path = out / "config.yaml"
     out.mkdir(parents=True, exist_ok=True)
     cfg_before = cfg_path.read_text() if cfg_path.is_file() else None
     cfg_path.write_text(yaml.safe_dump(resolved, sort_keys=False))
+    if saved_fp is None or not resume:  # pinned at the start; a resume keeps the run's own
+        if resume:
+            print(f"medrl train: warning: {out} holds no data fingerprint (a run of an older medrl); pinning the "
+                  "data it trains on from now", file=sys.stderr)
+        write_fingerprint(out, fingerprint)
     print(f"resolved config -> {cfg_path}")
     print("\n".join(describe_encoders(recipe)))
 
@@ -671,12 +744,25 @@ def _train(args, recipe, resolved: dict, out, resume) -> int:
     try:
         final = run_recipe(recipe, args.model, records, out, judge=judge, resume=resume,
                            lora=True if args.lora else None, callbacks=cbs, probe_records=probe_records)
-    except BaseException:
+    except BaseException as exc:
+        import contextlib
+
+        from medrl.exit_codes import write_failure
+
         if not outcome.started and not _has_run(out):  # a failed start leaves the folder as it was
-            if cfg_before is None:
-                cfg_path.unlink(missing_ok=True)
-            else:
-                cfg_path.write_text(cfg_before)
+            with contextlib.suppress(OSError):  # (a folder that cannot be written keeps what it has)
+                if cfg_before is None:
+                    cfg_path.unlink(missing_ok=True)
+                else:
+                    cfg_path.write_text(cfg_before)
+                if saved_fp is None:
+                    (out / FINGERPRINT_FILE).unlink(missing_ok=True)
+                else:
+                    write_fingerprint(out, saved_fp)
+        # a full disk or a read-only folder under a library that names neither: one line naming the folder
+        fault = write_failure(exc, out) if isinstance(exc, Exception) else None
+        if fault is not None and fault is not exc:
+            raise fault from exc
         raise
     finally:
         for sig, handler in previous.items():
@@ -699,6 +785,22 @@ def _train(args, recipe, resolved: dict, out, resume) -> int:
         return int(Exit.FAILED)
     print(f"final model -> {final}")
     return int(Exit.OK)
+
+
+def _data_changed(out, saved: dict | None, now: dict) -> str | None:
+    """The message refusing to resume ``out`` on other data than it started with (None: same
+    data, or no fingerprint saved to compare with)."""
+    from medrl.data.fingerprint import describe_change
+
+    if saved is None:
+        return None
+    change = describe_change(saved, now)
+    if change is None:
+        return None
+    then = saved.get("source")
+    source = now.get("source") if then in (None, now.get("source")) else f"{then} (now {now.get('source')})"
+    return (f"the training data of {out} changed since the run started: {source}: {change}. One run folder trains on "
+            "one dataset; restore the data as it was, use another --out, or pass --overwrite to start afresh here")
 
 
 def _final_exists(p, since: float = 0.0) -> bool:

@@ -92,6 +92,7 @@ class JudgeStats:
     output_tokens: int = 0
     saved_input_tokens: int = 0  # what cache hits and merged in-flight duplicates would have cost
     saved_output_tokens: int = 0
+    replayed: int = 0  # cache hits of replies this run paid for before a crash (their tokens count as spent)
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)

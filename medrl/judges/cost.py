@@ -20,6 +20,15 @@ a run overshoots by at most one step). The budget counts what the whole run spen
 are saved in every checkpoint and a resumed run continues them (rerun with a larger budget to
 go on after a budget stop).
 
+Spend is counted once and truly across a crash. Every request the run pays for is appended to
+``<run>/judge_spend.jsonl`` as it is paid (:class:`SpendJournal`; never cut back on resume:
+money spent stays spent), and each checkpoint's ledger records how long that journal was. A
+resumed run replays the steps after its checkpoint; their requests hit the judge cache, but a
+hit on a reply this run paid for after the checkpoint (in the attempt that crashed) is counted as
+spent (``replayed``), once per payment, not as saved. So ``judge_cost.json``, the per-step
+``judge/*`` logs and the budget of an interrupted and resumed run equal those of an
+uninterrupted one.
+
 ``medrl train --dry-run`` prints the run's judge requests, tokens and cost
 (:func:`medrl.train.cost_estimate.estimate_judge_cost`).
 """
@@ -28,7 +37,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,8 +47,86 @@ from typing import Any
 from transformers import TrainerCallback
 
 COST_FILE = "judge_cost.json"
+#: the run's append-only journal of paid judge requests (:class:`SpendJournal`)
+SPEND_FILE = "judge_spend.jsonl"
 COUNTERS = ("calls", "cache_hits", "deduplicated", "retries", "failures", "input_tokens", "output_tokens",
-            "saved_input_tokens", "saved_output_tokens")
+            "saved_input_tokens", "saved_output_tokens", "replayed")
+
+
+class SpendJournal:
+    """What a run paid its judge, request by request, kept across crashes.
+
+    ``record(key, input_tokens, output_tokens)`` appends one JSON line (one ``write`` on a file
+    opened for appending, so processes sharing the journal never interleave a line) as soon as a
+    request is paid. Opened with ``since`` (the journal's length at the checkpoint a run resumes
+    from), the rows after it - requests paid after the checkpoint by an attempt that then
+    crashed - form a pool: ``claim(key)`` takes one row of that request from it, so the replayed
+    step counts what was truly paid for it, once. Each process claims only the rows it wrote
+    (``rank``). A torn last line (a kill mid-write) is skipped.
+    """
+
+    def __init__(self, path: str | os.PathLike, rank: int = 0, since: int = 0):
+        self.path = Path(path)
+        self.rank = int(rank)
+        self.step = 0
+        self._lock = threading.Lock()
+        self._pool: dict[str, list[tuple[int, int]]] = {}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._load(int(since))
+
+    def _load(self, since: int) -> None:
+        if not self.path.is_file():
+            return
+        with open(self.path, "rb") as fh:
+            fh.seek(max(0, since))
+            data = fh.read()
+        for line in data.split(b"\n"):
+            try:
+                row = json.loads(line)
+                if int(row.get("rank", 0)) != self.rank:
+                    continue
+                self._pool.setdefault(str(row["key"]), []).append((int(row["in"]), int(row["out"])))
+            except (ValueError, KeyError, TypeError, AttributeError):
+                continue  # an empty or torn line
+
+    def record(self, key: str, input_tokens: int, output_tokens: int) -> None:
+        """Append what one request cost (called as soon as it is paid)."""
+        line = json.dumps({"key": key, "in": int(input_tokens), "out": int(output_tokens), "rank": self.rank,
+                           "step": self.step}) + "\n"
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode("utf-8"))
+        finally:
+            os.close(fd)
+
+    def claim(self, key: str) -> tuple[int, int] | None:
+        """The tokens of one payment of ``key`` made after the checkpoint and not counted yet."""
+        with self._lock:
+            paid = self._pool.get(key)
+            if not paid:
+                return None
+            out = paid.pop()
+            if not paid:
+                del self._pool[key]
+            return out
+
+    @property
+    def unclaimed(self) -> int:
+        """Payments after the checkpoint that no replayed request has claimed (yet)."""
+        return sum(len(v) for v in self._pool.values())
+
+    @property
+    def unclaimed_tokens(self) -> int:
+        """Tokens of those payments: spent by a crashed attempt on requests the resumed run has not
+        asked again (a replay that sampled other rollouts)."""
+        return sum(a + b for v in self._pool.values() for a, b in v)
+
+    def size(self) -> int:
+        """The journal's length in bytes (what a checkpoint's ledger records)."""
+        try:
+            return self.path.stat().st_size
+        except OSError:
+            return 0
 
 
 @dataclass(frozen=True)
@@ -130,13 +219,15 @@ def stats_snapshot(judge: Any) -> dict[str, int]:
 
 def cost_fields(counts: dict[str, float], price: Price) -> dict[str, float | None]:
     """Derived fields of a counter delta or total: requests asked, tokens, saved tokens, cost,
-    saved cost (None when unpriced)."""
+    saved cost (None when unpriced). ``replayed``: cache hits counted as spent because this run
+    paid for them before a crash (:class:`SpendJournal`); their tokens are in the spent tokens."""
     tin, tout = counts.get("input_tokens", 0), counts.get("output_tokens", 0)
     sin, sout = counts.get("saved_input_tokens", 0), counts.get("saved_output_tokens", 0)
     return {
         "requests": counts.get("calls", 0) + counts.get("cache_hits", 0) + counts.get("deduplicated", 0),
         "sent": counts.get("calls", 0), "cache_hits": counts.get("cache_hits", 0),
         "deduplicated": counts.get("deduplicated", 0), "failures": counts.get("failures", 0),
+        "replayed": counts.get("replayed", 0),
         "input_tokens": tin, "output_tokens": tout, "tokens": tin + tout,
         "saved_input_tokens": sin, "saved_output_tokens": sout, "saved_tokens": sin + sout,
         "cost_usd": price.cost(tin, tout), "saved_cost_usd": price.cost(sin, sout),
@@ -168,6 +259,8 @@ class JudgeCostCallback(TrainerCallback):
         self.steps: list[dict] = []
         self.stopped_at: int | None = None
         self._seen = stats_snapshot(judge)
+        self._journal_since = 0  # the spend journal's length at the checkpoint resumed from
+        self.journal: SpendJournal | None = None
 
     def _delta(self) -> dict[str, int]:
         now = stats_snapshot(self.judge)
@@ -182,7 +275,8 @@ class JudgeCostCallback(TrainerCallback):
 
     def state_dict(self) -> dict:
         return {"total": dict(self.total), "epochs": {str(e): dict(c) for e, c in self.epochs.items()},
-                "steps": list(self.steps), "stopped_at": self.stopped_at}
+                "steps": list(self.steps), "stopped_at": self.stopped_at,
+                "journal_offset": self.journal.size() if self.journal is not None else 0}
 
     def load_state_dict(self, state: dict) -> None:
         """Continue from a checkpoint's totals (what the run spent before it was interrupted)."""
@@ -190,9 +284,22 @@ class JudgeCostCallback(TrainerCallback):
         self.epochs = {int(e): {k: int(c.get(k, 0)) for k in COUNTERS} for e, c in (state.get("epochs") or {}).items()}
         self.steps = list(state.get("steps") or [])
         self.stopped_at = None  # the budget is checked again on the next step (a larger budget continues)
+        self._journal_since = int(state.get("journal_offset") or 0)
 
     def on_train_begin(self, args, state, control, **kwargs):
+        """Open the run's spend journal (after the run ledger restored this callback's state, so
+        the payments after the checkpoint can be claimed by the replayed steps)."""
+        if hasattr(self.judge, "spend_journal") and getattr(args, "output_dir", None):
+            acc = getattr(self.trainer, "accelerator", None)
+            rank = int(getattr(acc, "process_index", 0) or 0) if acc is not None else 0
+            since = self._journal_since if int(state.global_step or 0) > 0 else 0
+            self.journal = SpendJournal(Path(args.output_dir) / SPEND_FILE, rank=rank, since=since)
+            self.judge.spend_journal = self.journal
         self._seen = stats_snapshot(self.judge)  # what was spent before training (probes, set-up) is not the run's
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        if self.journal is not None:
+            self.journal.step = int(state.global_step) + 1
 
     def _spent(self) -> bool:
         total = cost_fields(self.total, self.price)
@@ -247,9 +354,16 @@ class JudgeCostCallback(TrainerCallback):
                 "budget": None if self.budget is None else str(self.budget), "budget_stop_step": self.stopped_at,
                 "run": cost_fields(self.total, self.price),
                 "epochs": {str(e): cost_fields(c, self.price) for e, c in sorted(self.epochs.items())},
-                "steps": self.steps}
+                "steps": self.steps,
+                # paid by an attempt that crashed, for requests this run never asked again (this
+                # process's share): real money outside the totals above, which count the run's steps
+                "paid_before_crash_not_replayed": {
+                    "requests": self.journal.unclaimed if self.journal is not None else 0,
+                    "tokens": self.journal.unclaimed_tokens if self.journal is not None else 0}}
 
     def on_train_end(self, args, state, control, **kwargs):
+        if self.journal is not None and getattr(self.judge, "spend_journal", None) is self.journal:
+            self.judge.spend_journal = None  # requests after training (evaluation) are not the run's
         if state.is_world_process_zero:
             path = Path(args.output_dir) / COST_FILE
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -281,6 +395,6 @@ def attach_judge_cost(trainer: Any, judge: Any) -> JudgeCostCallback | None:
     return cb
 
 
-__all__ = ["Budget", "COST_FILE", "JudgeCostCallback", "Price", "attach_judge_cost", "bind_trainer_callbacks", "configure_judge_cost",
-           "cost_fields", "cost_summary", "judge_price", "parse_budget",
-           "stats_snapshot"]
+__all__ = ["Budget", "COST_FILE", "JudgeCostCallback", "Price", "SPEND_FILE", "SpendJournal", "attach_judge_cost",
+           "bind_trainer_callbacks", "configure_judge_cost", "cost_fields", "cost_summary", "judge_price",
+           "parse_budget", "stats_snapshot"]

@@ -7,7 +7,7 @@ What makes ~100K calls per epoch affordable and safe:
 - retries with exponential backoff and jitter on 429, 5xx, timeouts, connection errors and
   malformed HTTP bodies (``Retry-After`` honoured, capped); the SDK's own retries are off so every
   retry is counted; an unparseable verdict is re-asked ``parse_retries`` times;
-- strict verdict parsing (:mod:`medrl.judges.parsing`): what does not parse is *unscored*;
+- strict verdict parsing (:mod:`medrl.judges.replies`): what does not parse is *unscored*;
 - a persistent SQLite cache keyed by model + messages + parameters (:mod:`medrl.judges.cache`),
   and de-duplication of identical requests in flight (GRPO groups repeat short answers);
 - accounting in :class:`~medrl.judges.base.JudgeStats` (calls, cache hits, merged duplicates,
@@ -42,7 +42,7 @@ from medrl.judges import prompts
 from medrl.judges.base import JUDGES, JudgeAuthError, JudgeStats, source_version
 from medrl.judges.cache import JudgeCache, cache_key
 from medrl.answer_guard import guard_answer
-from medrl.judges.parsing import (
+from medrl.judges.replies import (
     VerdictParseError,
     parse_audit,
     parse_key_steps,
@@ -181,6 +181,9 @@ class OpenAIJudge:
         self._sem: asyncio.Semaphore | None = None
         self._inflight: dict[str, asyncio.Task] = {}
         self._failures_logged = 0
+        #: the training run's spend journal (:class:`medrl.judges.cost.SpendJournal`), set by the
+        #: trainer's cost callback: paid requests are recorded, replayed ones claimed as spent
+        self.spend_journal: Any = None
 
     @property
     def multimodal(self) -> bool:  # old name of ``images``
@@ -355,11 +358,18 @@ class OpenAIJudge:
         if cached is not None:
             try:
                 value = parser(cached)
-            except VerdictParseError:
-                pass  # parser changed since: ask again
+            except Exception:  # noqa: BLE001 - the parser changed since (or the entry is bad): ask again
+                pass
             else:
                 self.stats.cache_hits += 1
-                self._count_saved(self.cache.get_usage(key))  # what the hit saved (medrl.judges.cost)
+                journal = self.spend_journal
+                paid = journal.claim(key) if journal is not None else None
+                if paid is not None:  # paid by this run before a crash, replayed now: spent, not saved
+                    self.stats.replayed += 1
+                    self.stats.input_tokens += int(paid[0])
+                    self.stats.output_tokens += int(paid[1])
+                else:
+                    self._count_saved(self.cache.get_usage(key))  # what the hit saved (medrl.judges.cost)
                 return Verdict.ok(value, raw=self._sanitise(cached, cap=False), cached=True)
         task = self._inflight.get(key)
         if task is not None:
@@ -373,6 +383,19 @@ class OpenAIJudge:
         return await asyncio.shield(task)
 
     async def _send(self, key: str, messages: list[dict], parser: Callable[[str], Any]) -> Verdict:
+        spent: list[tuple[int, int]] = [(0, 0)]
+        try:
+            return await self._attempts(key, messages, parser, spent)
+        finally:  # what this request cost, recorded as soon as it is known (medrl.judges.cost.SpendJournal)
+            journal = self.spend_journal
+            if journal is not None and spent[0] != (0, 0):
+                try:
+                    journal.record(key, *spent[0])
+                except OSError as exc:
+                    log.warning("judge %s: could not record spend in %s (%s)", self.name, journal.path, exc)
+
+    async def _attempts(self, key: str, messages: list[dict], parser: Callable[[str], Any],
+                        spent: list[tuple[int, int]]) -> Verdict:
         if self._sem is None:
             self._sem = asyncio.Semaphore(self.concurrency)
         self.stats.calls += 1
@@ -403,11 +426,13 @@ class OpenAIJudge:
                     self._auth_failed(exc)
                 retryable, error, retry_after = self._classify(exc)
             else:
-                used = self._count_usage(resp, used)
+                used = spent[0] = self._count_usage(resp, used)
                 try:
                     value = parser(text)
-                except VerdictParseError as exc:
-                    error, retryable = self._sanitise(f"unparseable verdict: {exc}"), parse_failures < self.parse_retries
+                except Exception as exc:  # noqa: BLE001 - no reply makes the client fail: it is unscored
+                    why = exc if isinstance(exc, VerdictParseError) else f"{type(exc).__name__}: {exc}"
+                    error = self._sanitise(f"unparseable verdict: {why}")
+                    retryable = parse_failures < self.parse_retries
                     parse_failures += 1
                     if not (retryable and attempt < self.max_retries):
                         return self._fail(error, raw=self._sanitise(text, cap=False), attempts=attempt + 1)

@@ -23,7 +23,10 @@ served one gets 404 naming it; more than ``max_pending`` requests waiting get 50
 request counts towards ``max_pending`` only once its body has arrived, a body not received
 within ``body_timeout`` seconds gets 408, and one client address may have at most
 ``max_per_client`` requests open at once (429 with ``Retry-After`` beyond); a client that
-disconnects mid-request is logged as one line, not a traceback. With ``api_key`` every ``/v1`` request needs
+disconnects mid-request is logged as one line, not a traceback. The header phase has its own
+limit: a connection whose request headers have not all arrived within ``header_timeout`` seconds
+is closed (:func:`server_config`; uvicorn has no such limit, so a client sending headers a byte
+at a time would hold its socket for ever). With ``api_key`` every ``/v1`` request needs
 ``Authorization: Bearer <key>`` (constant-time comparison) or gets 401. The interactive API
 docs (``/docs``, ``/openapi.json``) are off unless ``docs=True``.
 """
@@ -223,6 +226,9 @@ class _TooLarge(Exception):
 #: Seconds a client may take to send a request body (408 beyond), and requests one client
 #: address may have open at once (429 beyond): ``medrl serve-judge --body-timeout / --max-per-client``.
 BODY_TIMEOUT = 10.0
+#: Seconds a client may take to send a request's headers (the connection is closed beyond):
+#: ``medrl serve-judge --header-timeout``.
+HEADER_TIMEOUT = 10.0
 MAX_PER_CLIENT = 32
 
 
@@ -392,15 +398,79 @@ def create_app(backend: Any, *, model_name: str | None = None, latency: float = 
     return app
 
 
+def header_timeout_protocol(seconds: float = HEADER_TIMEOUT) -> type:
+    """uvicorn's h11 protocol with a limit on the header phase: a connection whose request
+    headers are not all in within ``seconds`` of its first byte (or of the connection) is closed.
+
+    The timer runs while the client's side of the connection is ``IDLE`` (no complete request
+    line and headers yet): armed when the connection opens and when the bytes of a next request
+    on a kept-alive connection start to arrive, disarmed once h11 has read the headers. Slow
+    bodies are the app's business (``body_timeout``, 408)."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    limit = float(seconds)
+
+    class HeaderTimeoutH11Protocol(H11Protocol):
+        _header_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm_header_timer()
+
+        def _arm_header_timer(self) -> None:
+            if self._header_timer is None:
+                self._header_timer = self.loop.call_later(limit, self._headers_too_slow)
+
+        def _disarm_header_timer(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def data_received(self, data: bytes) -> None:
+            waiting = self.cycle is None or self.cycle.response_complete
+            if self.conn.their_state is h11.IDLE and waiting:
+                self._arm_header_timer()  # the headers of a (next) request are arriving
+            super().data_received(data)
+            if self.conn.their_state is not h11.IDLE:
+                self._disarm_header_timer()  # all headers read
+
+        def connection_lost(self, exc) -> None:
+            self._disarm_header_timer()
+            super().connection_lost(exc)
+
+        def _headers_too_slow(self) -> None:
+            self._header_timer = None
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                prefix = "%s:%d " % tuple(self.client) if self.client else ""
+                log.debug("%sheaders not received within %gs; connection closed", prefix, limit)
+                self.transport.close()
+
+    return HeaderTimeoutH11Protocol
+
+
+def server_config(app: Any, *, header_timeout: float = HEADER_TIMEOUT, **kwargs: Any):
+    """The ``uvicorn.Config`` medrl serves a judge app with: h11 with a header-phase timeout
+    (:func:`header_timeout_protocol`); ``kwargs`` go to ``uvicorn.Config``."""
+    import uvicorn
+
+    if not header_timeout > 0:
+        raise ValueError(f"header_timeout must be a positive number of seconds, got {header_timeout!r}")
+    return uvicorn.Config(app, http=header_timeout_protocol(header_timeout), **kwargs)
+
+
 @contextmanager
-def serve_in_thread(app: Any, host: str = "127.0.0.1", port: int = 0, start_timeout: float = 30.0) -> Iterator[str]:
+def serve_in_thread(app: Any, host: str = "127.0.0.1", port: int = 0, start_timeout: float = 30.0,
+                    header_timeout: float = HEADER_TIMEOUT) -> Iterator[str]:
     """Run ``app`` with uvicorn in a daemon thread; yields the base URL (``http://host:port/v1``).
 
-    ``port=0`` picks a free port. The server stops when the ``with`` block ends.
+    ``port=0`` picks a free port. The server stops when the ``with`` block ends. A connection
+    whose request headers take longer than ``header_timeout`` seconds is closed.
     """
     import uvicorn
 
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off", access_log=False)
+    config = server_config(app, header_timeout=header_timeout, host=host, port=port, log_level="warning",
+                           lifespan="off", access_log=False)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="medrl-judge-server", daemon=True)
     thread.start()

@@ -31,6 +31,8 @@ from typing import Any, Iterable
 
 from transformers import TrainerCallback
 
+from medrl.train.checkpoints import LEDGER_FILE, SAVING_MARK  # the ledger is the checkpoint's commit record
+
 log = logging.getLogger(__name__)
 
 REWARD_STATE_FILE = "reward_state.json"
@@ -173,7 +175,6 @@ class StopAfterStepCallback(TrainerCallback):
 # --------------------------------------------------------------------------------------------
 # The run folder as a ledger: what a checkpoint must carry so a resumed run continues exactly.
 
-LEDGER_FILE = "medrl_ledger.json"
 #: JSON-lines logs a training run appends to (truncated to a checkpoint's step on resume)
 RUN_LOGS = ("metrics.jsonl", "credit.jsonl", "hacking.jsonl", "reward_samples.jsonl")
 #: summaries written at the end of training (rebuilt from the ledger's state on resume)
@@ -273,9 +274,15 @@ class RunLedgerCallback(TrainerCallback):
                 out[key] = cb
         return out
 
+    #: :func:`medrl.train.checkpoints.committed_checkpoint` writes this callback's ledger as the commit
+    writes_ledger = True
+
     def ledger(self, output_dir: str | os.PathLike, step: int) -> dict:
+        from medrl.judges.cost import SPEND_FILE
+
         run = Path(output_dir)
-        logs = {p.name: p.stat().st_size for p in sorted(run.glob("*.jsonl")) if p.is_file()}
+        # the judge's spend journal is never cut back (money spent stays spent): not a log here
+        logs = {p.name: p.stat().st_size for p in sorted(run.glob("*.jsonl")) if p.is_file() and p.name != SPEND_FILE}
         state: dict[str, Any] = {"step": int(step), "logs": logs}
         for key, cb in self._stateful().items():
             state[key] = cb.state_dict()
@@ -291,11 +298,11 @@ class RunLedgerCallback(TrainerCallback):
         from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
         ckpt = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
-        if not ckpt.is_dir():
-            return
-        tmp = ckpt / (LEDGER_FILE + ".tmp")
-        tmp.write_text(json.dumps(self.ledger(args.output_dir, state.global_step)))
-        os.replace(tmp, ckpt / LEDGER_FILE)
+        if not ckpt.is_dir() or (ckpt / LEDGER_FILE).exists() or (ckpt / SAVING_MARK).exists():
+            return  # committed with its ledger already (MedGRPOTrainer), or a save that did not finish
+        from medrl.train.checkpoints import write_json_atomic
+
+        write_json_atomic(ckpt / LEDGER_FILE, self.ledger(args.output_dir, state.global_step))
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.outcome.started = True
@@ -317,10 +324,24 @@ class RunLedgerCallback(TrainerCallback):
             log.warning("%s has no %s (written by an older medrl): logs are appended as they are, and judge cost and "
                         "monitor state restart from zero", ckpt, LEDGER_FILE)
             return
-        ledger = json.loads(path.read_text())
+        from medrl.train.checkpoints import ledger_problem
+
+        try:
+            ledger = json.loads(path.read_text())
+        except ValueError as exc:
+            ledger, why = None, f"not JSON ({exc})"
+        else:
+            why = ledger_problem(ledger, step)
+        if why is not None:  # checked before the resume (checkpoint_problem); kept logs beat cut ones
+            log.warning("%s: %s; logs are kept as they are, judge cost and monitor state restart from zero", path, why)
+            return
         self.resumed_from = str(ckpt)
         if state.is_world_process_zero:
-            truncate_logs(run, ledger.get("logs") or {})
+            if isinstance(ledger.get("logs"), dict):
+                truncate_logs(run, ledger["logs"])
+            else:  # a ledger that never recorded the logs must not cut them (nothing to cut them to)
+                log.warning("%s records no log lengths: the logs are kept as they are (rows after step %d may "
+                            "repeat)", path, step)
         for key, cb in self._stateful().items():
             if key in ledger:
                 cb.load_state_dict(ledger[key])
@@ -432,9 +453,17 @@ BREAKER_STEPS = 3
 
 
 class JudgeBreakerCallback(TrainerCallback):
-    """Stop a run whose reward is mostly unscorable: when more than ``max_share`` of a step's
-    rollouts are unscorable (the judge died, hangs or replies in prose) for ``steps`` consecutive
-    steps, save a checkpoint and stop, naming the judge and its last logged error.
+    """Stop a run whose judge has stopped answering: when more than ``max_share`` of a step's
+    judge requests fail (the judge died, hangs, or replies in prose it cannot parse) for ``steps``
+    consecutive steps, save a checkpoint and stop, naming the judge and its last logged error.
+
+    It counts judge *requests*, not rollouts: early in an MRPO run most rollouts carry no answer
+    tags and never reach the judge, so a dead judge leaves their rows scored by the other rewards
+    and the unscorable share of the rows stays at or below one half while every request fails.
+    A request is one question asked of the judge (sent, answered from its cache or merged with an
+    identical one in flight; :class:`medrl.judges.base.JudgeStats`); it failed when it ended
+    unscored. A step that asked the judge nothing says nothing about it and leaves the count as
+    it was. Counts are summed over processes.
 
     Unscorable rollouts are excluded from the loss, so such a run would go on training on the few
     rows left (or on none) and write a final model that says nothing about the reward.
@@ -446,14 +475,14 @@ class JudgeBreakerCallback(TrainerCallback):
     def __init__(self, outcome: RunOutcome | None = None, max_share: float = BREAKER_SHARE,
                  steps: int = BREAKER_STEPS):
         if not 0.0 <= float(max_share) <= 1.0:
-            raise ValueError(f"judge breaker: the unscored share must be between 0 and 1, got {max_share!r}")
+            raise ValueError(f"judge breaker: the failed share must be between 0 and 1, got {max_share!r}")
         if int(steps) < 1:
             raise ValueError(f"judge breaker: the number of steps must be at least 1, got {steps!r}")
         self.outcome = outcome or RunOutcome()
         self.max_share, self.steps = float(max_share), int(steps)
         self.trainer: Any = None
         self.run = 0
-        self._seen: Any = None
+        self._seen: tuple[int, int] | None = None
         self._errors = _LastJudgeError()
 
     def bind_trainer(self, trainer: Any) -> None:
@@ -465,31 +494,55 @@ class JudgeBreakerCallback(TrainerCallback):
     def load_state_dict(self, state: dict) -> None:
         self.run = int(state.get("run", 0))
 
+    def _judge(self) -> Any:
+        return getattr(self.trainer, "judge", None) if self.trainer is not None else None
+
+    def _counts(self) -> tuple[int, int]:
+        """(requests asked, requests failed) by this process's judge so far."""
+        from medrl.judges.cost import stats_snapshot
+
+        s = stats_snapshot(self._judge())
+        return s["calls"] + s["cache_hits"] + s["deduplicated"], s["failures"]
+
     def on_train_begin(self, args, state, control, **kwargs):
         logging.getLogger("medrl.judges").addHandler(self._errors)
+        if self._judge() is not None:
+            self._seen = self._counts()  # the preflight probe and set-up requests are not the run's
 
     def on_train_end(self, args, state, control, **kwargs):
         logging.getLogger("medrl.judges").removeHandler(self._errors)
 
-    def observe(self, share: float, judge_name: str | None, step: int, control) -> None:
-        """One step's unscored share; stops training through ``control`` when the breaker trips."""
+    def observe(self, share: float | None, judge_name: str | None, step: int, control,
+                asked: int | None = None) -> None:
+        """One step's failed share of judge requests (None: the step asked the judge nothing, the
+        count stays); stops training through ``control`` when the breaker trips."""
+        if share is None:
+            return
         self.run = self.run + 1 if share > self.max_share else 0
         if self.run >= self.steps and self.max_share < 1.0:
             err = self._errors.last or "no error was logged"
-            self.outcome.stop("judge", f"judge {judge_name or '?'}: more than {self.max_share:.0%} of the rollouts were "
-                                       f"unscorable for {self.run} consecutive steps (last step: {share:.0%}); last "
-                                       f"error: {err}", step)
+            of = f" ({share:.0%} of {asked} requests)" if asked is not None else f" ({share:.0%})"
+            self.outcome.stop("judge", f"judge {judge_name or '?'}: more than {self.max_share:.0%} of its requests "
+                                       f"failed for {self.run} consecutive steps (last step{of}); last error: {err}",
+                              step)
             control.should_save = True
             control.should_training_stop = True
 
     def on_step_end(self, args, state, control, **kwargs):
-        t = self.trainer
-        if t is None or getattr(t, "judge", None) is None:
+        judge = self._judge()
+        if judge is None or getattr(judge, "stats", None) is None:
             return control
-        rows = getattr(t, "_last_unscorable", None)
-        if rows is None or rows is self._seen or len(rows) == 0:
-            return control
-        self._seen = rows
-        share = float(rows.float().mean().item())
-        self.observe(share, getattr(t.judge, "name", None), state.global_step, control)
+        now = self._counts()
+        before = self._seen if self._seen is not None else now
+        self._seen = now
+        asked, failed = now[0] - before[0], now[1] - before[1]
+        acc = getattr(self.trainer, "accelerator", None)
+        if acc is not None and getattr(acc, "num_processes", 1) > 1:
+            import torch
+
+            both = acc.reduce(torch.tensor([asked, failed], dtype=torch.float64, device=acc.device), reduction="sum")
+            asked, failed = (int(x) for x in both.tolist())
+        asked = max(asked, failed)  # a request that failed before it was sent (an unreadable image)
+        share = failed / asked if asked else None
+        self.observe(share, getattr(judge, "name", None), state.global_step, control, asked=asked)
         return control

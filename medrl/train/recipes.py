@@ -137,8 +137,10 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     if not path or path[0] not in SECTIONS:
         hint = did_you_mean(path[0], SECTIONS) if path else ""
         raise RecipeError(f"override {text!r}: the key must start with one of {', '.join(SECTIONS)}{hint}")
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else None
+    from medrl.train import strict_yaml
+
+    try:  # a key given twice in the value is refused; `!replace` marks a whole-section replacement
+        value = strict_yaml.load(raw) if raw.strip() else None
     except yaml.YAMLError as exc:
         raise RecipeError(f"override {text!r}: value is not valid YAML ({exc})") from None
     if isinstance(value, str) and _SCI_FLOAT.fullmatch(value.strip()):
@@ -159,8 +161,10 @@ def _set_path(d: dict, path: list[str], value: Any) -> None:
 
 
 def _read_yaml(path: Path) -> dict:
-    try:
-        data = yaml.safe_load(path.read_text())
+    from medrl.train import strict_yaml
+
+    try:  # a key given twice at any depth is refused with its line (yaml.safe_load keeps the last)
+        data = strict_yaml.without_markers(strict_yaml.load(path.read_text(), name=path))
     except FileNotFoundError:
         raise RecipeError(
             f"recipe {str(path)!r} not found; shipped recipes: {', '.join(list_recipes())}"
@@ -207,9 +211,14 @@ def load_recipe(
     raw = _with_profile(path, raw, profile, check_trl)
     overrides = list(overrides or [])
     origin: dict[tuple, str] = {}
+    from medrl.train.strict_yaml import Replacement, section_replacement
+
     for text in overrides:
         keys, value = parse_override(text)
-        _set_path(raw, keys, value)
+        why = section_replacement(raw, keys, value, text)  # --set grpo={} drops the section: only with !replace
+        if why:
+            raise RecipeError(f"{path}: {why}")
+        _set_path(raw, keys, value.value if isinstance(value, Replacement) else value)
         origin[tuple(keys)] = text
     for text in rewards or ():  # --reward NAME[=WEIGHT]: one more reward, registered or custom
         name, weight = _parse_reward_arg(text)

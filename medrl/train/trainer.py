@@ -18,8 +18,13 @@ of one GRPO step (:data:`medrl.methods.HOOK_ORDER`); data passes between them in
 - ``advantage_inputs``: the estimator named by ``algorithm.advantage`` (:mod:`medrl.advantages`,
   one signature for all) - TRL's own values for those TRL computes (``grpo``, ``gdpo``), else
   the estimator called with the inputs the methods add and the providing method's config.
-- checkpoints: each method's ``state_dict`` goes to ``method_state.json`` and back through
-  ``load_state_dict`` on resume (adaptive reward thresholds travel this way). Stateful rewards
+- reward outputs are checked (:mod:`medrl.train.reward_checks`): a reward that raises or
+  returns anything but one number (or None / UNSCORABLE) per rollout stops the run naming it; a
+  non-finite value makes its rollout unscorable.
+- checkpoints: each is saved as one commit (:func:`medrl.train.checkpoints.committed_checkpoint`:
+  marked unfinished until the run ledger is written; old ones rotated away after). Each method's
+  ``state_dict`` goes to ``method_state.json`` and back through ``load_state_dict`` on resume
+  (adaptive reward thresholds travel this way). Stateful rewards
   (:class:`medrl.types.StatefulReward`) are frozen during evaluation; those no method carries
   (``Method.state_rewards``), e.g. a custom reward, are saved in ``reward_state.json``.
 - per-step logs beyond TRL's (``{answer,process}_reward``, ``ffp/*``, ``judge/*``,
@@ -230,9 +235,16 @@ class MedGRPOTrainer(GRPOTrainer):
         for fn in self.reward_funcs:  # never read a previous batch's rows
             if getattr(fn, "last_unscorable", None) is not None:
                 fn.last_unscorable = None
-        with _zero3_init_off():  # reward encoders loaded lazily here are whole models, not ZeRO-3 shards
+        from medrl.train.reward_checks import checked_rewards
+
+        # reward encoders loaded lazily here are whole models, not ZeRO-3 shards; every reward's
+        # output is checked (a broken one stops the run naming it; non-finite rows are unscorable)
+        with _zero3_init_off(), checked_rewards(self, len(prompts)) as checks:
             rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        unscorable = self.accelerator.gather(self._unscorable_rows(len(prompts), rewards.device)).bool()
+        nonfinite = self.accelerator.gather(checks.mask(len(prompts), rewards.device, nonfinite_only=True))
+        self._metrics[batch.mode]["nonfinite_frac"].append(nonfinite.float().mean().item())
+        local = self._unscorable_rows(len(prompts), rewards.device) | checks.mask(len(prompts), rewards.device)
+        unscorable = self.accelerator.gather(local).bool()
         if self.medrl_algorithm["unscorable"] == "exclude" and unscorable.any():
             rewards = rewards.clone()
             rewards[unscorable] = torch.nan  # all-NaN row: TRL leaves it out and gives advantage 0
@@ -357,19 +369,19 @@ class MedGRPOTrainer(GRPOTrainer):
     # ---------------------------------------------------------------- checkpoints (state_dict hooks)
 
     def _save_checkpoint(self, model, trial):
-        from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+        from medrl.train.checkpoints import committed_checkpoint, write_json_atomic
 
-        super()._save_checkpoint(model, trial)
-        if not self.args.should_save:
-            return
-        folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
-        if self._reward_state:
-            callbacks.save_reward_state(folder, self._reward_state.values())
-        states = {m.name: m.state_dict() for m in self.methods}
-        states = {k: v for k, v in states.items() if v}
-        if states:
-            with open(os.path.join(folder, METHOD_STATE_FILE), "w") as fh:
-                json.dump(states, fh)
+        # one commit: marked as unfinished, written, the run ledger last, then old ones rotated away
+        with committed_checkpoint(self, trial) as folder:
+            super()._save_checkpoint(model, trial)
+            if folder is None:
+                return
+            if self._reward_state:
+                callbacks.save_reward_state(folder, self._reward_state.values())
+            states = {m.name: m.state_dict() for m in self.methods}
+            states = {k: v for k, v in states.items() if v}
+            if states:
+                write_json_atomic(folder / METHOD_STATE_FILE, states)
 
     def _init_training_state(self, max_steps, num_update_steps_per_epoch, num_train_epochs, resume_from_checkpoint,
                              trial):

@@ -227,3 +227,43 @@ def test_cache_keeps_tokens_and_upgrades_old_files(tmp_path):
     assert c.get("new") == "NO" and c.get_usage("new") == (120, 3)
     assert c.get_usage("missing") is None
     c.close()
+
+
+def test_spend_paid_before_a_crash_counts_once_when_the_replay_hits_the_cache(server, tmp_path):
+    """Attempt 1 pays for two requests after its checkpoint and dies; attempt 2 (a new judge
+    client on the same cache file) replays them from the cache: their tokens count as spent, once
+    each - a third ask of the same request is a saving again - and a payment before the
+    checkpoint is never claimed."""
+    from medrl.judges.base import run_sync
+    from medrl.judges.cost import SpendJournal
+    from medrl.judges.openai_judge import OpenAIJudge
+
+    cache, journal_path = tmp_path / "cache.sqlite", tmp_path / "judge_spend.jsonl"
+    q = QUESTIONS[0]
+
+    def ask(judge, pred):
+        return run_sync(judge.answer_correct(q, "apple", pred))
+
+    first = OpenAIJudge("m", base_url=server[0], cache_path=cache, timeout=5, max_retries=0)
+    first.spend_journal = SpendJournal(journal_path)
+    ask(first, "banana")  # step 1: before the checkpoint
+    checkpoint_offset = first.spend_journal.size()
+    ask(first, "kiwi")  # step 2: paid, then the process dies before checkpoint 2 is committed
+    paid = first.stats.input_tokens + first.stats.output_tokens
+    kiwi = server[1].state.billed[(q, "kiwi")]
+    first.close()
+    with open(journal_path, "a") as fh:
+        fh.write('{"key": "torn')  # the kill cut a line short: skipped
+
+    second = OpenAIJudge("m", base_url=server[0], cache_path=cache, timeout=5, max_retries=0)
+    second.spend_journal = SpendJournal(journal_path, since=checkpoint_offset)
+    assert second.spend_journal.unclaimed == 1
+    ask(second, "banana")  # replayed step 1 is not replayed here: a hit before the checkpoint is a saving
+    assert (second.stats.input_tokens, second.stats.replayed) == (0, 0)
+    ask(second, "kiwi")  # the replayed step 2: from the cache, but paid by attempt 1 after the checkpoint
+    assert (second.stats.input_tokens, second.stats.output_tokens) == kiwi and second.stats.replayed == 1
+    assert second.stats.calls == 0 and second.stats.saved_input_tokens == server[1].state.billed[(q, "banana")][0]
+    ask(second, "kiwi")  # asked again later: a saving, not a second payment
+    assert second.stats.input_tokens == kiwi[0] and second.stats.saved_input_tokens > kiwi[0]
+    assert first.stats.input_tokens + first.stats.output_tokens == paid
+    second.close()

@@ -68,3 +68,33 @@ def test_slow_clients_cannot_take_the_server(caplog):
     assert not any(r.exc_info or "Traceback" in r.getMessage() for r in caplog.records), \
         [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert sum("disconnected" in r.getMessage() for r in caplog.records) == app.state.disconnects
+
+
+def test_slow_header_sockets_are_closed_after_the_header_timeout():
+    """Clients that send a request line and half of their headers, then go silent: the server
+    closes every one of them after ``header_timeout`` (uvicorn alone keeps them open for ever),
+    and a real request, and one on a kept-alive connection, are still answered."""
+    n = 300
+    app = create_app(ReferenceBackend(use_embeddings=False))
+    body = {"model": "medrl-reference", "messages": prompts.answer_correct("Which organ?", "Lung", "lung", "yes_no")}
+    with serve_in_thread(app, header_timeout=1.0) as url:
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        slow = []
+        for _ in range(n):
+            s = socket.socket()
+            s.settimeout(5)
+            s.connect(("127.0.0.1", port))
+            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Ty")
+            slow.append(s)
+        with httpx.Client(timeout=5) as client:  # one kept-alive connection, two requests
+            assert [client.post(url + "/chat/completions", json=body).status_code for _ in range(2)] == [200, 200]
+        time.sleep(1.5)
+        closed = 0
+        for s in slow:
+            try:
+                closed += s.recv(100) == b""
+            except (socket.timeout, OSError):
+                pass
+            s.close()
+        assert closed == n
+        assert httpx.post(url + "/chat/completions", json=body, timeout=5).status_code == 200

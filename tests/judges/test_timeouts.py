@@ -20,7 +20,7 @@ from medrl.data import VQARecord
 from medrl.eval.runner import EvalDataset, load_run, run_eval
 from medrl.judges import build_judge
 from medrl.judges.base import run_sync
-from medrl.judges.parsing import VerdictParseError, parse_score
+from medrl.judges.replies import VerdictParseError, parse_score
 from medrl.judges.server import serve_in_thread
 
 SLOW_S = 1.5

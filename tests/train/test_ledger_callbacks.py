@@ -25,8 +25,11 @@ def _checkpoint(folder, step: int, *, optimizer: bool = True):
     ck.mkdir(parents=True)
     save_file({"w": torch.arange(64, dtype=torch.float32)}, str(ck / "model.safetensors"))
     (ck / "trainer_state.json").write_text(json.dumps({"global_step": step}))
-    for name in (["optimizer.pt"] if optimizer else []) + ["scheduler.pt", "rng_state.pth"]:
-        (ck / name).write_bytes(b"x")
+    opt = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(2))])
+    if optimizer:
+        torch.save(opt.state_dict(), ck / "optimizer.pt")
+    torch.save(torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0).state_dict(), ck / "scheduler.pt")
+    torch.save({"python": [1], "numpy": [2], "cpu": torch.get_rng_state()}, ck / "rng_state.pth")
     return ck
 
 
@@ -123,30 +126,33 @@ def test_judge_budget_counts_the_whole_run_across_a_resume():
 
 # ------------------------------------------------------------------ judge circuit breaker
 
-def test_breaker_stops_after_k_mostly_unscorable_steps_naming_judge_and_error():
+def test_breaker_stops_after_k_steps_of_mostly_failed_requests_naming_judge_and_error():
+    from medrl.judges.base import JudgeStats
     from medrl.train.callbacks import JudgeBreakerCallback, RunOutcome
 
     outcome = RunOutcome()
     cb = JudgeBreakerCallback(outcome, max_share=0.5, steps=3)
-    trainer = SimpleNamespace(judge=SimpleNamespace(name="openai:gpt-x"), _last_unscorable=None)
-    cb.bind_trainer(trainer)
+    judge = SimpleNamespace(name="openai:gpt-x", stats=JudgeStats())
+    cb.bind_trainer(SimpleNamespace(judge=judge, accelerator=None))
     cb.on_train_begin(None, None, None)
     try:
         logging.getLogger("medrl.judges").warning("judge openai:gpt-x: request unscored after 4 attempt(s): "
                                                   "timed out")
         stops = []
-        # 5 of 8 unscorable for 2 steps, a good step (counter resets), then 3 bad steps
-        for step, bad in enumerate([5, 6, 1, 5, 8, 7], 1):
-            trainer._last_unscorable = torch.tensor([True] * bad + [False] * (8 - bad))
+        # (requests, failed): 5 of 8 twice, a good step (the count resets), a step without any
+        # request (no evidence: the count stays), then 3 bad steps
+        for step, (asked, bad) in enumerate([(8, 5), (8, 6), (8, 1), (0, 0), (4, 3), (2, 2), (8, 7)], 1):
+            judge.stats.calls += asked
+            judge.stats.failures += bad
             control = TrainerControl()
             cb.on_step_end(None, SimpleNamespace(global_step=step), control)
             stops.append(control.should_training_stop)
     finally:
         cb.on_train_end(None, None, None)
-    assert stops == [False, False, False, False, False, True]
-    assert outcome.reason == "judge" and outcome.step == 6
+    assert stops == [False, False, False, False, False, False, True]
+    assert outcome.reason == "judge" and outcome.step == 7
     assert "judge openai:gpt-x" in outcome.message and "3 consecutive steps" in outcome.message
-    assert "timed out" in outcome.message
+    assert "88% of 8 requests" in outcome.message and "timed out" in outcome.message
     assert cb.state_dict() == {"run": 3}
     with pytest.raises(ValueError):
         JudgeBreakerCallback(max_share=1.5)

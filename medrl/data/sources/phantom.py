@@ -335,6 +335,26 @@ def _write_image(path: Path, p: dict, cfg: PhantomConfig) -> None:
     tmp.replace(path)
 
 
+def _cached_image_ok(path: Path, p: dict) -> bool:
+    """Whether the cached PNG at ``path`` is a whole image drawn from ``p``: it decodes to the end
+    (a file cut short by a full disk or a kill does not) and its ``medrl_phantom`` text chunk holds
+    ``p``. A damaged one is named in a warning (and drawn again by the caller)."""
+    from PIL import Image
+
+    try:
+        with Image.open(path) as im:
+            im.load()
+            ok = im.text.get("medrl_phantom") == json.dumps(p, sort_keys=True)
+            why = "" if ok else "its parameters are not this record's"
+    except (OSError, SyntaxError, ValueError) as exc:  # PIL reports a broken chunk as a SyntaxError
+        ok, why = False, f"{type(exc).__name__}: {exc}"
+    if not ok:
+        import logging
+
+        logging.getLogger(__name__).warning("phantom image %s is damaged (%s); drawing it again", path, why)
+    return ok
+
+
 # ============================================================================ records
 
 
@@ -384,7 +404,7 @@ def phantom_records(split: str = "train", n: int | None = None, *, seed: int | N
     for i in range(n):
         p = make_params(split, i, cfg)
         path = folder / f"{i:06d}.png"
-        if not path.is_file():
+        if not path.is_file() or not _cached_image_ok(path, p):  # a cut or damaged cached PNG is drawn again
             _write_image(path, p, cfg)
         out.append(record_from_params(p, path.resolve()))
     return out

@@ -11,7 +11,7 @@ import pytest
 from medrl.judges import prompts
 from medrl.judges.cache import JudgeCache, cache_key
 from medrl.answer_guard import guard_answer
-from medrl.judges.parsing import (
+from medrl.judges.replies import (
     VerdictParseError,
     parse_audit,
     parse_key_steps,
@@ -142,7 +142,7 @@ def test_cache_persists_across_instances(tmp_path):
 
 
 def test_package_import_stays_light():
-    code = ("import sys, medrl.judges, medrl.judges.prompts, medrl.judges.parsing; "
+    code = ("import sys, medrl.judges, medrl.judges.prompts, medrl.judges.replies; "
             "print(sorted(m for m in ('openai', 'torch', 'transformers', 'fastapi') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
