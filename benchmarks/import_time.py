@@ -19,7 +19,7 @@ def timed(code: str, repeats: int = 3) -> float:
 
 if __name__ == "__main__":
     empty = timed("pass")
-    medrl = timed("import medrl, medrl.parsing, medrl.judges, medrl.cli")
+    medrl = timed("import medrl, medrl.answers.completion, medrl.judges, medrl.cli")
     torch = timed("import torch")
     print(f"python start-up      {empty:.3f} s")
     print(f"import medrl         {medrl:.3f} s  (target < 2 s; {medrl - empty:.3f} s over start-up)")

@@ -22,7 +22,7 @@ class ParsedResponse:
     ``modality``  text before the first ``<think>`` (stripped), or None when there is none.
     ``reasoning`` text inside ``<think>...</think>``, or None when the block is absent.
     ``answer``    text inside ``<answer>...</answer>``, or None when the block is absent.
-    ``well_formed`` the strict format check of the papers (see :func:`medrl.parsing.is_well_formed`).
+    ``well_formed`` the strict format check of the papers (see :func:`medrl.answers.completion.is_well_formed`).
     ``reasoning_span`` / ``answer_span``: ``(start, end)`` character offsets of the stripped
     reasoning / answer inside the original text, so steps can be mapped back to tokens.
     """

@@ -10,16 +10,16 @@ this decision), evaluation scoring, the monitor and the reward audit. Order:
 3. the listed rewrites of the answer, and only these: a sentence frame around the answer
    ("Impression: X", "The organ is X.", "Answer: X"), a type word after it ("Black in color",
    "Axial slice"), a parenthesis restating it ("IVC (inferior vena cava)", "2 (two)");
-4. the hard mismatch (:func:`medrl.equivalence.hard_mismatch`: the guard's shapes, then
+4. the hard mismatch (:func:`medrl.answers.equivalence.hard_mismatch`: the guard's shapes, then
    contradictions) -> wrong; another organ named as a landmark ("the large organ under the right
    hemidiaphragm") is not a contradiction -> undecided;
 5. default-deny normalisation: a character no listed normalisation explains
-   (:func:`medrl.equivalence.normalise.unknown_characters`) -> undecided; an ordinal for a count
+   (:func:`medrl.answers.equivalence.normalise.unknown_characters`) -> undecided; an ordinal for a count
    or the other way round ("1st" for "one") -> undecided;
 6. a reference that is a number or count is compared by its number: the same number, with at most
    a type word the question uses ("2 kidneys" for "How many kidneys?") -> correct; "None" for
    "0" -> correct; an answer that gives no number ("See image", "Present") -> undecided;
-7. :func:`medrl.equivalence.equivalent` (exact, lexicon, polarity, none-found, list, structure)
+7. :func:`medrl.answers.equivalence.equivalent` (exact, lexicon, polarity, none-found, list, structure)
    -> correct, except an image qualifier (view, plane, sequence, contrast) on a reference that
    names no image, which is ``MORE_SPECIFIC``; what it cannot settle is undecided: the whole
    reference plus unread words (``UNKNOWN_WORD``: "X-like", "consider X", "formerly X",
@@ -74,8 +74,8 @@ _OPTION = re.compile(r"^\(?\s*(?:option\s+)?([A-Za-z0-9])\s*[).:]?(?:\s|$)", re.
 def option_label_match(label: str, reference: str) -> bool:
     """A one-character answer against a multiple-choice reference: the same character, or the
     reference's option label ("B" for "B", "Option B", "(B) Pneumonia", "B. Pneumonia")."""
-    from medrl.answer_guard import strip_answer
-    from medrl.clinical.lexicon import canonical_text
+    from medrl.answers.guard import strip_answer
+    from medrl.answers.clinical.lexicon import canonical_text
 
     ref = strip_answer(reference)
     if label.casefold() == ref.casefold() or canonical_text(label) == canonical_text(ref):
@@ -104,7 +104,7 @@ def _shorthand(text: str) -> str:
 
 def _frames(answer: str, reference: str) -> str:
     """The answer without the listed frames (never a frame the reference itself is written in)."""
-    from medrl.answer_guard import strip_answer
+    from medrl.answers.guard import strip_answer
 
     text = strip_answer(answer)
     for _ in range(2):
@@ -123,8 +123,8 @@ def _frames(answer: str, reference: str) -> str:
 
 def _restatement(answer: str, reference: str, question: str | None) -> str:
     """"X (Y)" -> "X" when Y says the same as X by identity ("IVC (inferior vena cava)", "2 (two)")."""
-    from medrl.equivalence import equivalent
-    from medrl.equivalence.structure import read
+    from medrl.answers.equivalence import equivalent
+    from medrl.answers.equivalence.structure import read
 
     m = _RESTATED.match(answer)
     if not m:
@@ -142,7 +142,7 @@ def _restatement(answer: str, reference: str, question: str | None) -> str:
 
 def _count_reference(reference: str) -> bool:
     """A number or count reference ("2", "one", "3.4 cm") with no concept word."""
-    from medrl.equivalence.structure import read
+    from medrl.answers.equivalence.structure import read
 
     r = read(reference)
     return bool(r.quantities) and not [w for w in r.words if r.qualifiers.get(w) != "filler"]
@@ -153,7 +153,7 @@ _TYPE_WORD_REASONS = (Reason.SECOND_FINDING, Reason.OTHER_ORGAN, Reason.OTHER_ST
 
 def _only_question_words(answer: str, question: str | None) -> bool:
     """Every word of the answer is a number, a filler or a word of the question."""
-    from medrl.equivalence.structure import read
+    from medrl.answers.equivalence.structure import read
 
     if not question:
         return False
@@ -168,7 +168,7 @@ def _image_qualifier_on_a_finding(reference: str, answer: str) -> bool:
     """The answer adds a view, plane, sequence or contrast word to a reference that names no
     modality and no such word ("Diverticulitis, Posterior-Anterior, Axial plane"): those
     qualifiers describe an image, not a finding."""
-    from medrl.equivalence.structure import read
+    from medrl.answers.equivalence.structure import read
 
     r, a = read(reference), read(answer)
     if r.modalities or set(r.qualifiers.values()) & _IMAGE_KINDS:
@@ -180,9 +180,9 @@ def _zero_for_zero(reference: str, answer: str) -> bool:
     """"None" / "Zero" / "No masses" for the count 0. A bare polarity word ("No", "Nope") is a
     yes/no answer, not a count: it would pay an answer of "no" to every "how many" question whose
     count is zero, so it is left to the guard (a yes/no answer to an open question)."""
-    from medrl.answer_guard import strip_answer, yes_no
-    from medrl.equivalence.decide import _is_null
-    from medrl.equivalence.structure import read
+    from medrl.answers.guard import strip_answer, yes_no
+    from medrl.answers.equivalence.compare import _is_null
+    from medrl.answers.equivalence.structure import read
 
     bare = strip_answer(answer).strip(" .!").casefold()
     if yes_no(bare) is not None and len(bare.split()) == 1:
@@ -192,8 +192,8 @@ def _zero_for_zero(reference: str, answer: str) -> bool:
 
 
 def _count_decision(reference: str, answer: str, question: str | None) -> Decision:
-    from medrl.equivalence.quantities import same_quantities
-    from medrl.equivalence.structure import read
+    from medrl.answers.equivalence.quantities import same_quantities
+    from medrl.answers.equivalence.structure import read
 
     r, a = read(reference), read(answer)
     if not a.quantities:
@@ -213,9 +213,9 @@ _BASIS = {"exact": Reason.EXACT, "lexicon": Reason.LEXICON, "polarity": Reason.Y
 
 @lru_cache(maxsize=65536)
 def _decide(answer: str, reference: str | None, question: str | None, multiple_choice: bool) -> Decision:
-    from medrl.answer_guard import guard_answer, strip_answer
-    from medrl.equivalence import equivalent, hard_mismatch
-    from medrl.equivalence.normalise import unknown_characters
+    from medrl.answers.guard import guard_answer, strip_answer
+    from medrl.answers.equivalence import equivalent, hard_mismatch
+    from medrl.answers.equivalence.normalise import unknown_characters
 
     if reference is None or not reference.strip():
         why = guard_answer(answer, None, question=question, allow_one_char=multiple_choice)
@@ -253,7 +253,7 @@ def _decide(answer: str, reference: str | None, question: str | None, multiple_c
     if _count_reference(reference):
         return _count_decision(reference, text, question)
     if eq.verdict is True and eq.basis == "null":
-        from medrl.clinical.negation_terms import terms
+        from medrl.answers.clinical.negation_terms import terms
 
         unread = [w for w in _unread_words(reference, text) if w not in terms("null")]
         if unread:  # "asimen None": an unreadable word, not a null answer
@@ -290,7 +290,7 @@ def _foreign_letters(reference: str, text: str) -> str:
     letter, and the word reader splits a word at it ("còntrast" -> "c", "ntrast"): the letter
     would vanish from the structure and a surface metric would pay the likeness. Look-alike
     letters of other scripts are folded first (a listed normalisation)."""
-    from medrl.equivalence.normalise import normalise
+    from medrl.answers.equivalence.normalise import normalise
 
     ref = set(normalise(reference or "").text.lower()) | set(unicodedata.normalize("NFKC", reference or "").lower())
     seen = dict.fromkeys(c for c in normalise(text or "").text.lower()  # look-alike letters folded first
@@ -303,8 +303,8 @@ def _refining_words(reference: str, answer: str) -> set[str]:
     ("pleural" in "pleural effusion" for "effusion"): the lexicon names the pair as one finding.
     Any other added word - a place ("left lung, upper zone"), a structure, a side - is a more
     specific claim that a surface metric cannot check."""
-    from medrl.clinical.lexicon import content_tokens
-    from medrl.equivalence.structure import multiword_terms, read
+    from medrl.answers.clinical.lexicon import content_tokens
+    from medrl.answers.equivalence.structure import multiword_terms, read
 
     r, a = read(reference), read(answer)
     padded, ref_words = f" {a.canonical} ", set(r.concepts)  # a concept, not a place ("lower lung" for "Bottom")
@@ -315,8 +315,8 @@ def _refining_words(reference: str, answer: str) -> set[str]:
 def _difference(reference: str, answer: str) -> tuple[list[str], list[str]]:
     """Reference words the answer leaves out, and answer words (not allowed qualifiers) the
     reference does not have."""
-    from medrl.equivalence.decide import _find
-    from medrl.equivalence.structure import read
+    from medrl.answers.equivalence.compare import _find
+    from medrl.answers.equivalence.structure import read
 
     r, a = read(reference), read(answer)
     r_pool, a_pool = set(r.words), set(a.words)
@@ -330,9 +330,9 @@ def _difference(reference: str, answer: str) -> tuple[list[str], list[str]]:
 def _known_vocabulary() -> frozenset[str]:
     """Every word of the clinical lexicon (variants and canonical terms), the qualifiers and the
     mismatch groups: the words the structure can read."""
-    from medrl.clinical.lexicon import load_lexicon
-    from medrl.clinical.mismatch import _GROUPS
-    from medrl.clinical.qualifiers import load_qualifiers
+    from medrl.answers.clinical.lexicon import load_lexicon
+    from medrl.answers.clinical.mismatch import _GROUPS
+    from medrl.answers.clinical.qualifiers import load_qualifiers
 
     words = {w for v, c, _k in load_lexicon() for w in f"{v} {c}".split()}
     words |= set(load_qualifiers()) | {w for _m, table in _GROUPS.values() for t in table for w in t.split()}
@@ -343,9 +343,9 @@ def _unread_words(reference: str, answer: str) -> list[str]:
     """Words the answer adds to the reference that the structure cannot read: words outside the
     lexicon, the qualifiers and the anatomy ("like", "consider", "formerly"), and words that
     say nothing is abnormal ("WNL" = "normal") next to a finding."""
-    from medrl.clinical.negation_terms import terms
-    from medrl.equivalence.decide import _find, anatomy_words
-    from medrl.equivalence.structure import read
+    from medrl.answers.clinical.negation_terms import terms
+    from medrl.answers.equivalence.compare import _find, anatomy_words
+    from medrl.answers.equivalence.structure import read
 
     r, a = read(reference), read(answer)
     pool, known, null = set(r.words), _known_vocabulary() | anatomy_words(), set(terms("null"))
@@ -392,7 +392,7 @@ def grading_refusal(reference: str | None, prediction: str | None, *, question: 
     a report (``long_form``) or no reference: the shared guard's reference-free rules. Used by every
     grader (the OpenAI judge's ``grade`` and evaluation scoring), so training and evaluation
     refuse the same answers; option labels count only for ``multiple_choice`` records."""
-    from medrl.answer_guard import guard_answer
+    from medrl.answers.guard import guard_answer
 
     if long_form or reference is None or not str(reference).strip():
         return guard_answer(prediction, reference, question=question, allow_one_char=True, long_form=long_form)

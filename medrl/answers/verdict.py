@@ -32,7 +32,7 @@ class Reason(enum.Enum):
     SAME_LIST = "same_list"              # the same list items, any order
     SAME_STRUCTURE = "same_structure"    # every word accounted for (reference plus allowed qualifiers)
     SAME_COUNT = "same_count"            # the reference's number, with a type word the question uses
-    # ---- wrong: the answer's shape (the shared guard, medrl.answer_guard)
+    # ---- wrong: the answer's shape (the shared guard, medrl.answers.guard)
     EMPTY = "empty"
     ONE_CHARACTER = "one_character"
     PLACEHOLDER = "placeholder"
@@ -45,7 +45,7 @@ class Reason(enum.Enum):
     HEDGE = "hedge"
     CANDIDATE_LIST = "candidate_list"
     WRONG_OPTION = "wrong_option"
-    # ---- wrong: the answer contradicts the reference (medrl.equivalence.hard_mismatch)
+    # ---- wrong: the answer contradicts the reference (medrl.answers.equivalence.hard_mismatch)
     POLARITY = "polarity"                # a negation / yes-no / presence the reference does not make
     LATERALITY = "laterality"            # another side
     NUMBER = "number"                    # another number or unit, a number left out or added
@@ -142,7 +142,7 @@ def undecided(reason: Reason, detail: str = "") -> Decision:
     return Decision(Verdict.UNDECIDED, reason, detail)
 
 
-# the free-text reasons of medrl.answer_guard / medrl.equivalence, by prefix, in order
+# the free-text reasons of medrl.answers.guard / medrl.answers.equivalence, by prefix, in order
 _PREFIXES: tuple[tuple[str, Reason], ...] = (
     ("empty", Reason.EMPTY), ("one character", Reason.ONE_CHARACTER), ("placeholder", Reason.PLACEHOLDER),
     ("no letters", Reason.NO_LETTERS), ("hidden", Reason.HIDDEN_CHARACTERS), ("stray", Reason.STRAY_TAG),

@@ -15,7 +15,7 @@ keyword-stuffed reasoning, stray tags, odd Unicode (lone surrogates, U+2028, zer
 scores them all with the recipe's rewards and judge, as training would (one shared correctness
 decision per completion, algorithm.correctness).
 
-Then every record's reference goes through the metamorphic generator (medrl.metamorphic): its
+Then every record's reference goes through the metamorphic generator (medrl.answers.variants): its
 meaning-preserving variants (case, markup, allowed qualifiers such as "Chest X-Ray, PA view",
 lexicon synonyms, reordered list items, "R" for "right", British spelling, "It is X.") and its
 meaning-flipping variants (every negation form - "no X", "X: no", "non-X", "~~X~~", "X ✗" -,

@@ -13,12 +13,12 @@ Read top to bottom:
    weighted sum is Eq. 5; TRL turns it into the group advantage A_i (Eq. 6).
 3. **Hooks**: ``setup`` refuses TRL options defined through one advantage per rollout
    (:func:`token_advantage_conflicts`); ``token_advantages`` maps the process reward's steps
-   onto completion tokens (:func:`medrl.parsing.step_token_spans`) and calls the estimator
+   onto completion tokens (:func:`medrl.answers.completion.step_token_spans`) and calls the estimator
    registered as ``mrpo`` (:func:`medrl.advantages.mrpo_token_advantages`, Eq. 7), which turns
    the (B,) advantages into a (B, T) tensor that TRL's loss takes as it is (Eq. 8).
 
 Token alignment: a step's span is in characters of the decoded completion; token offsets come
-from re-tokenising that text (:func:`medrl.parsing.completion_token_offsets`, exact when it
+from re-tokenising that text (:func:`medrl.answers.completion.completion_token_offsets`, exact when it
 reproduces the generated ids, else rebuilt from growing prefixes). Tokens outside every step
 (tags, the answer, EOS, padding) keep A_i.
 """
@@ -110,7 +110,7 @@ class MRPO(Method):
 
     def token_advantages(self, trainer: Any, batch: MedBatch):
         """MRPO Eq. 7: (B,) A_i -> (B, T) step-shaped token advantages."""
-        from medrl.parsing import completion_token_offsets, step_token_spans
+        from medrl.answers.completion import completion_token_offsets, step_token_spans
 
         out, cfg = batch.out, self.config
         n, num_tokens = out["completion_ids"].shape

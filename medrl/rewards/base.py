@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, Sequence
 
-from medrl.parsing import completion_text, parse_response
+from medrl.answers.completion import completion_text, parse_response
 from medrl.types import ParsedResponse
 
 

@@ -132,7 +132,7 @@ def exact_match(pred: str | None, ref: str) -> bool:
 
     Equal after case, articles, spacing and punctuation are removed - except punctuation that
     carries meaning (decimal points, ranges, signs: "3-4 cm" is not "3.4 cm";
-    :func:`medrl.equivalence.decide.exact_key`) - provided the
+    :func:`medrl.answers.equivalence.compare.exact_key`) - provided the
     answer is not much longer than the reference (at most 2x + 8 characters: invisible marks or
     punctuation runs are padding, not a match) and asks no question ("X?") the reference does not.
     For a yes/no reference the answer must be that word alone or followed by a clause after
@@ -149,7 +149,7 @@ def exact_match(pred: str | None, ref: str) -> bool:
         m = _YES_NO_LEAD.fullmatch(p_raw)
         other = _YES_NO[1 - _YES_NO.index(r)]
         return bool(m) and m.group(1).lower() == r and other not in p.split()[1:3]
-    from medrl.equivalence.decide import exact_key
+    from medrl.answers.equivalence.compare import exact_key
 
     return exact_key(p_raw) == exact_key(r_raw) and len(p_raw) <= 2 * len(r_raw) + 8
 
@@ -279,7 +279,7 @@ async def correctness_column_async(
             to_judge.append(i)
     if to_embed:
         from medrl.embeddings import cosine_pairs
-        from medrl.answer_guard import clean_answer
+        from medrl.answers.guard import clean_answer
 
         sims = cosine_pairs([clean_answer(preds[i]) for i in to_embed],
                             [clean_answer(reference_text(refs[i])) for i in to_embed], embed_model)
@@ -289,7 +289,7 @@ async def correctness_column_async(
             d = decide(preds[i], reference_text(refs[i]), question=questions[i])
             out[i] = d.verdict is Verdict.CORRECT or (not d.refused and bool(s >= embed_threshold))
     if to_judge:
-        from medrl.answer_guard import clean_answer
+        from medrl.answers.guard import clean_answer
 
         verdicts = await asyncio.gather(*(
             judge.answer_correct(questions[i] or "", reference_text(refs[i]), clean_answer(preds[i]), image=images[i])

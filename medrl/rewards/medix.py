@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import string
 
-from medrl.answer_guard import clean_answer, guard_answer, is_placeholder, match_key  # noqa: F401
+from medrl.answers.guard import clean_answer, guard_answer, is_placeholder, match_key  # noqa: F401
 from medrl.rewards import REWARDS
 from medrl.rewards.base import Reward, answer_rejection, answer_rows, column, is_identity  # noqa: F401
 

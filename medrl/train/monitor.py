@@ -6,7 +6,7 @@ it, :meth:`HackingMonitor.observe` computes from the rollouts, their rewards and
 correctness column (all already in memory; no extra model or judge call):
 
 ``monitor/guard_refused``, ``monitor/guard/<reason>``, ``monitor/guard_reward/<reason>``
-    share of rollouts whose answer the answer guard (:func:`medrl.answer_guard.guard_answer`)
+    share of rollouts whose answer the answer guard (:func:`medrl.answers.guard.guard_answer`)
     refuses, in total and by reason (list, hedge, negation, padding, injection, placeholder,
     yes_no_open, hidden, stray_tag, one_char, no_alnum; a missing answer is ``format``, not a
     guard refusal), and the mean reward the refused ones earn. Alert ``guard/<reason>``: the share
@@ -101,7 +101,7 @@ log = logging.getLogger(__name__)
 HACKING_FILE = "hacking.jsonl"
 SUMMARY_FILE = "monitor_summary.json"
 
-#: guard reason (medrl.answer_guard.guard_answer) -> the category the monitor logs
+#: guard reason (medrl.answers.guard.guard_answer) -> the category the monitor logs
 GUARD_CATEGORIES = ("list", "hedge", "negation", "padding", "injection", "placeholder", "yes_no_open",
                     "hidden", "stray_tag", "one_char", "no_alnum", "empty", "other")
 _REASON_PATTERNS = (("candidate list", "list"), ("hedge", "hedge"), ("negat", "negation"), ("padded", "padding"),
@@ -208,7 +208,7 @@ def guard_category(reason: str | None) -> str | None:
 
 @functools.lru_cache(maxsize=8192)
 def _guard(answer: str, reference: str | None, question: str | None) -> str | None:
-    from medrl.answer_guard import guard_answer
+    from medrl.answers.guard import guard_answer
 
     try:
         return guard_answer(answer, reference, question=question)
@@ -221,7 +221,7 @@ def independent_verdict(answer: str | None, reference: str | None, question: str
     """An offline verdict that does not use the run's judge: False when there is no answer or the
     answer guard refuses it, True on an exact match (case, punctuation, whitespace), the yes/no
     polarity for a yes/no reference, then the structural equivalence decision
-    (:func:`medrl.equivalence.equivalent`: False on a hard mismatch - another side, organ,
+    (:func:`medrl.answers.equivalence.equivalent`: False on a hard mismatch - another side, organ,
     modality, number or polarity -, True when the structure accounts for every word), then False
     when the answer shares no concept with the reference (:func:`shares_concept`), otherwise None
     (undecided).
@@ -235,7 +235,7 @@ def independent_verdict(answer: str | None, reference: str | None, question: str
 
 @functools.lru_cache(maxsize=16384)
 def _independent_verdict(answer: str | None, reference: str | None, question: str | None) -> bool | None:
-    from medrl.answer_guard import is_yes_no, match_key, yes_no
+    from medrl.answers.guard import is_yes_no, match_key, yes_no
 
     if answer is None or reference is None:
         return None if reference is None else False
@@ -249,7 +249,7 @@ def _independent_verdict(answer: str | None, reference: str | None, question: st
     if not str(reference).strip():
         return None
     try:
-        from medrl.equivalence import equivalent
+        from medrl.answers.equivalence import equivalent
 
         verdict = equivalent(reference, answer, question=question).verdict
     except Exception as exc:  # noqa: BLE001 - a diagnostic never stops a run
@@ -266,7 +266,7 @@ def shares_concept(answer: str, reference: str) -> bool:
     answer that shares none ("banana" for "femur") is wrong whatever a judge says; the shared
     correctness decision leaves such answers to its judge, so this is where a judge that accepts
     them shows up as disagreement."""
-    from medrl.clinical.lexicon import content_tokens, stem, typo_equal
+    from medrl.answers.clinical.lexicon import content_tokens, stem, typo_equal
 
     ref = {stem(t) for t in content_tokens(reference)}
     ans = {stem(t) for t in content_tokens(answer)}
@@ -306,7 +306,7 @@ def rollout_features(text: str, record: dict, n_tokens: int) -> dict[str, Any]:
     """Per-rollout monitor features: answer, guard reason and category, independent verdict,
     lengths (the answer's also relative to its reference's), repeated n-gram rate, restating
     steps, format validity."""
-    from medrl.parsing import parse_response, split_steps
+    from medrl.answers.completion import parse_response, split_steps
 
     p = parse_response(text)
     ref, q = record.get("answer"), record.get("question")
@@ -881,7 +881,7 @@ def default_probe(records: Sequence | None = None) -> Callable[[Any], float | No
 
     def probe(trainer) -> float | None:
         from medrl.models.generation import generate
-        from medrl.parsing import parse_response
+        from medrl.answers.completion import parse_response
         from medrl.rewards.correctness import correctness_column
 
         cfg = trainer._monitor.config

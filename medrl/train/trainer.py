@@ -40,7 +40,7 @@ from trl import GRPOTrainer
 from medrl.methods import MedBatch, Method, compose
 from medrl.methods.capo import stable_seed as _stable_seed  # noqa: F401 (re-exported)
 from medrl.methods.mrpo import refuse_with_token_advantages, token_advantage_conflicts  # noqa: F401 (re-exported)
-from medrl.parsing import completion_token_offsets, prefix_decode_offsets  # noqa: F401 (re-exported)
+from medrl.answers.completion import completion_token_offsets, prefix_decode_offsets  # noqa: F401 (re-exported)
 from medrl.train import callbacks
 from medrl.train.credit import CreditWriter
 from medrl.train.recipes import resolve_algorithm
@@ -198,7 +198,7 @@ class MedGRPOTrainer(GRPOTrainer):
         return out
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        from medrl.parsing import completion_text
+        from medrl.answers.completion import completion_text
         from medrl.train.guards import check_reasoning_kept, uses_parsed_content
 
         batch = self._batch
@@ -269,7 +269,7 @@ class MedGRPOTrainer(GRPOTrainer):
         """Decide every rollout's correctness once (and every corrupted rollout's) for all rewards
         that read it: ``batch.correct`` / ``batch.corrupted_correct``
         (:func:`medrl.rewards.correctness.correctness_column`, mode ``algorithm.correctness``)."""
-        from medrl.parsing import parse_response
+        from medrl.answers.completion import parse_response
         from medrl.rewards.correctness import correctness_column, uses_correctness, uses_corrupted_correctness
 
         inputs = batch.inputs

@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from medrl.clinical.lexicon import STOPWORDS, canonical_text, singular
-from medrl.clinical.negation_terms import alternation, terms
+from medrl.answers.clinical.lexicon import STOPWORDS, canonical_text, singular
+from medrl.answers.clinical.negation_terms import alternation, terms
 
 _EXTRA_NEG = {
     "preceding_negations": list(terms("negex_preceding")),

@@ -1,7 +1,7 @@
 """Metamorphic tests: answers that keep the reference's meaning must stay correct, answers that
 change it must lose - for the reference judge and for every answer-metric reward.
 
-The variants come from :mod:`medrl.metamorphic` (written from meaning classes, independent of
+The variants come from :mod:`medrl.answers.variants` (written from meaning classes, independent of
 the judge's rules). On every open-ended VQA-RAD test and English SLAKE validate reference:
 
 - the reference judge accepts >= 95% of the preserving variants and <= 1% of the flipping ones
@@ -19,7 +19,7 @@ import collections
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from medrl.metamorphic import Variant, flipping, preserving, variant_strategy, variants
+from medrl.answers.variants import Variant, flipping, preserving, variant_strategy, variants
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from medrl.data.validate import MAX_QUESTION_CHARS
-from medrl.parsing import cap_answer, max_answer_chars, parse_response, prediction_text
+from medrl.answers.completion import cap_answer, max_answer_chars, parse_response, prediction_text
 
 HUGE = "<think>The liver is enlarged.</think><answer>" + "hepatomegaly " * 16_000 + "</answer>"
 

@@ -1,6 +1,6 @@
-"""Default-deny answer equivalence (medrl/equivalence/): hand examples both ways, then generated
+"""Default-deny answer equivalence (medrl/answers/equivalence/): hand examples both ways, then generated
 variants of every open-ended VQA-RAD test and SLAKE validate reference (a generator written for this
-file, independent of medrl/metamorphic.py) - variants that keep the meaning stay correct, variants
+file, independent of medrl/answers/variants.py) - variants that keep the meaning stay correct, variants
 that change it lose. Cases are written for this file, not taken from the shipped judge set."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from medrl.equivalence import Equivalence, equivalent, hard_mismatch
-from medrl.equivalence.normalise import normalise
-from medrl.equivalence.quantities import quantities, same_quantities
+from medrl.answers.equivalence import Equivalence, equivalent, hard_mismatch
+from medrl.answers.equivalence.normalise import normalise
+from medrl.answers.equivalence.quantities import quantities, same_quantities
 
 DATA = os.environ.get("MEDRL_DATA_DIR", "/work/shared/data")
 
@@ -123,7 +123,7 @@ def test_normalise_and_quantities():
 
 
 def test_exact_key_keeps_meaningful_punctuation():
-    from medrl.equivalence.decide import exact_key
+    from medrl.answers.equivalence.compare import exact_key
     from medrl.rewards.correctness import exact_match
 
     assert exact_key("3-4 cm") != exact_key("3.4 cm") != exact_key("34 cm")
@@ -132,7 +132,7 @@ def test_exact_key_keeps_meaningful_punctuation():
 
 
 def test_guard_reads_qualifiers_as_qualifiers():
-    from medrl.answer_guard import guard_answer
+    from medrl.answers.guard import guard_answer
 
     for ref, pred in [("chest x-ray", "Chest X-Ray, PA view"), ("Liver", "Liver, enlarged"), ("MRI", "MRI, T2-weighted")]:
         assert guard_answer(pred, ref) is None
@@ -143,7 +143,7 @@ def test_equivalence_is_a_low_layer_package():
     import subprocess
     import sys
 
-    code = ("import sys, medrl.equivalence\n"
+    code = ("import sys, medrl.answers.equivalence\n"
             "bad = [m for m in sys.modules if m.startswith(('medrl.rewards', 'medrl.judges', 'medrl.eval', "
             "'medrl.train', 'medrl.models'))]\nassert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -235,10 +235,10 @@ def test_every_real_reference_is_equivalent_to_itself_and_never_to_its_negation(
 
 @needs_data
 def test_independent_metamorphic_generator_rates():
-    """medrl/metamorphic.py's variants of every open VQA-RAD test / SLAKE validate reference: accept >= 95%
+    """medrl/answers/variants.py's variants of every open VQA-RAD test / SLAKE validate reference: accept >= 95%
     of the meaning-preserving ones and <= 1% of the meaning-flipping ones. An upper bound: the rules
     were written while looking at these references."""
-    from medrl.metamorphic import variants
+    from medrl.answers.variants import variants
 
     n = {True: [0, 0], False: [0, 0]}
     for q, ref in real_references():
@@ -254,7 +254,7 @@ def test_negation_shapes_read_in_linear_time():
     answer 4x longer costs about 4x (quadratic would be 16x); a ratio from one run, no clock limit."""
     import time
 
-    from medrl.equivalence.structure import rewrite_negations
+    from medrl.answers.equivalence.structure import rewrite_negations
 
     def cost(n: int) -> float:
         text = "the liver is normal and " * (n // 24) + ": no"

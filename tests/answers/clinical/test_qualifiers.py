@@ -1,10 +1,10 @@
-"""medrl.clinical.qualifiers: the allowed-qualifier table (qualifiers.tsv) and its lookups."""
+"""medrl.answers.clinical.qualifiers: the allowed-qualifier table (qualifiers.tsv) and its lookups."""
 
 from __future__ import annotations
 
 import pytest
 
-from medrl.clinical import qualifiers as Q
+from medrl.answers.clinical import qualifiers as Q
 
 
 def test_table_kinds_are_the_declared_ones():

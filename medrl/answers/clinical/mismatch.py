@@ -3,7 +3,7 @@
 A hard mismatch is a difference that makes an answer wrong however close its words are:
 "descending colon" for "ascending colon", "C6" for "C5", "Grade 3" for "Grade 2", "nephrosis"
 for "nephritis", "hypodense" for "hyperdense". Both texts are canonicalised with the lexicon
-(:mod:`medrl.clinical.lexicon`) first, so "renal" and "kidney", "5th" and "fifth" agree.
+(:mod:`medrl.answers.clinical.lexicon`) first, so "renal" and "kidney", "5th" and "fifth" agree.
 
 A category counts only when *both* texts name a value of it ("Kidney" against "Left kidney" is
 incomplete, not a mismatch; the scorer decides). Rules:
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-from medrl.clinical.lexicon import all_tokens, canonical_text
+from medrl.answers.clinical.lexicon import all_tokens, canonical_text
 
 # category -> (mode, {token: value}); mode "differ": value sets must be equal; "disjoint": must overlap
 _GROUPS: dict[str, tuple[str, dict[str, str]]] = {}
@@ -180,7 +180,7 @@ def _word_pair(ref: set[str], ans: set[str]) -> str | None:
 
 def category_mismatch(reference: str | None, answer: str | None, *, categories: set[str] | None = None) -> str | None:
     """The first category mismatch (one ingredient of :func:`medrl.answers.decide`'s hard
-    mismatch, :func:`medrl.equivalence.hard_mismatch`) between ``reference`` and ``answer`` as "category: a vs b", or None.
+    mismatch, :func:`medrl.answers.equivalence.hard_mismatch`) between ``reference`` and ``answer`` as "category: a vs b", or None.
 
     ``categories`` restricts the check (names of the groups above, "vertebral level", "rib",
     "ventricle", "grade", "number", "word pair").

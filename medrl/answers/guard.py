@@ -37,17 +37,17 @@ the first ones; the rest are this project's heuristics against reward-hacking sh
    reference "X vs Y").
 9. **negates the reference** - a content word of the reference inside a negation scope of the
    answer ("no X", "X is ruled out", "without X", "negative for X", "absent X"), found with
-   negspacy (:mod:`medrl.clinical.negation`), when the reference itself does not negate it.
+   negspacy (:mod:`medrl.answers.clinical.negation`), when the reference itself does not negate it.
 10. **candidate list** - two or more items separated by commas, semicolons, slashes, "and"/"&"/
     "+", line breaks, bullets or numbers, unless the reference is a list of the same items (any
     order). A comma followed by a modifier ("Pneumothorax, left", "Mass, measuring 3 cm") is not a
-    list, nor is a comma followed by an allowed qualifier (:mod:`medrl.clinical.qualifiers`:
+    list, nor is a comma followed by an allowed qualifier (:mod:`medrl.answers.clinical.qualifiers`:
     "Chest X-Ray, PA view", "Liver, enlarged", "MRI, T2-weighted"); "left and right" is read as
     "bilateral" by the lexicon.
 
 What an answer *means* against the reference (every negation form, laterality, numbers, allowed
-qualifiers) is :mod:`medrl.equivalence`'s business: it calls this guard first
-(:func:`medrl.equivalence.hard_mismatch`).
+qualifiers) is :mod:`medrl.answers.equivalence`'s business: it calls this guard first
+(:func:`medrl.answers.equivalence.hard_mismatch`).
 
 Rule 8 also rejects a correct answer written as an "or"-chain of synonyms ("Low blood flow or
 less perfusion"), which MediX-R1's LLM judge accepted (App. A.2 example); a policy can always
@@ -181,22 +181,22 @@ def list_items(text: str | None) -> list[str]:
 
 def _is_qualifier(part: str) -> bool:
     """An allowed qualifier ("PA view", "enlarged", "T2-weighted"): it qualifies the item before it."""
-    from medrl.clinical.qualifiers import is_qualifier_phrase
+    from medrl.answers.clinical.qualifiers import is_qualifier_phrase
 
     return is_qualifier_phrase(part)
 
 
 def _is_same_kind(prev: str, part: str) -> bool:
     """Two values of one exclusive group ("left, right"; "upper, lower") are candidates, not a modifier."""
-    from medrl.clinical.lexicon import all_tokens
-    from medrl.clinical.mismatch import group_values
+    from medrl.answers.clinical.lexicon import all_tokens
+    from medrl.answers.clinical.mismatch import group_values
 
     shared = set(group_values(set(all_tokens(prev)))) & set(group_values(set(all_tokens(part))))
     return bool(shared - {"organ", "modality"})
 
 
 def _item_keys(items: list[str]) -> list[str]:
-    from medrl.clinical.lexicon import content_tokens
+    from medrl.answers.clinical.lexicon import content_tokens
 
     return [" ".join(sorted(set(content_tokens(i)))) or match_key(i) for i in items]
 
@@ -216,7 +216,7 @@ def _hidden_chars(text: str) -> bool:
 def _same_items(items: list[str], ref_items: list[str]) -> bool:
     """Each answer item is closest to one reference item (content words after the lexicon, Jaccard),
     and every reference item is named once (any order)."""
-    from medrl.clinical.lexicon import content_tokens
+    from medrl.answers.clinical.lexicon import content_tokens
 
     if sorted(_item_keys(items)) == sorted(_item_keys(ref_items)):
         return True
@@ -235,7 +235,7 @@ def _same_items(items: list[str], ref_items: list[str]) -> bool:
 def _repeats(text: str) -> bool:
     from collections import Counter
 
-    from medrl.clinical.lexicon import content_tokens
+    from medrl.answers.clinical.lexicon import content_tokens
 
     words = _WORD.findall(strip_answer(text).casefold())
     if len(words) >= REPEAT_LIMIT and len(set(words)) == 1:
@@ -277,7 +277,7 @@ def guard_answer(answer: str | None, reference: str | None, *, question: str | N
         if core.casefold() in ("r", "l") and ref.casefold() in ("right", "left") and ref[0].casefold() == core.casefold():
             return None  # "R" for "Right": the side abbreviation
         if core.isdigit() and ref and len(ref) <= 12:
-            from medrl.clinical.lexicon import canonical_text
+            from medrl.answers.clinical.lexicon import canonical_text
 
             if canonical_text(ref) == core:  # "2" for "Two"
                 return None
@@ -324,8 +324,8 @@ def guard_answer(answer: str | None, reference: str | None, *, question: str | N
         return "hedge"
     if {m.group(0).casefold() for m in _HEDGE.finditer(core)} - {m.group(0).casefold() for m in _HEDGE.finditer(ref)}:
         return "hedge"  # a hedge word the reference does not use itself
-    from medrl.clinical.lexicon import canonical_text, content_tokens
-    from medrl.clinical.negation import negated_tokens
+    from medrl.answers.clinical.lexicon import canonical_text, content_tokens
+    from medrl.answers.clinical.negation import negated_tokens
 
     ref_content = set(content_tokens(ref)) - {"normal", "abnormal", "present", "absent"}
     negated = (negated_tokens(core) & ref_content) - negated_tokens(ref)

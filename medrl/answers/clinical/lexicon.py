@@ -27,7 +27,7 @@ STOPWORDS = frozenset(
     finding findings patient study view part located location seems seem consistent
     evidence sign signs there's it's answer final field fields appearance structure structures""".split()
 )
-from medrl.clinical.negation_terms import terms as _negation_terms  # noqa: E402
+from medrl.answers.clinical.negation_terms import terms as _negation_terms  # noqa: E402
 
 NEGATION_WORDS = frozenset(_negation_terms("word"))
 
@@ -35,7 +35,7 @@ NEGATION_WORDS = frozenset(_negation_terms("word"))
 @lru_cache(maxsize=1)
 def load_lexicon() -> tuple[tuple[str, str, str], ...]:
     """(variant, canonical, kind) rows of the shipped lexicon; a bad line raises naming it."""
-    text = resources.files("medrl.clinical").joinpath(LEXICON_FILE).read_text(encoding="utf-8")
+    text = resources.files("medrl.answers.clinical").joinpath(LEXICON_FILE).read_text(encoding="utf-8")
     rows: list[tuple[str, str, str]] = []
     seen: set[str] = set()
     header = False

@@ -4,7 +4,7 @@
 "3.4 inches" is not "3.4 cm"; "34 cm" is not "3.4 cm"; "2.5cm x 1.7cm x 1.6cm" is three lengths.
 A number without a unit is a count or a level and is compared as a plain number. Vertebral
 levels ("L4-L5", "C5"), MRI weightings ("T2") and ordinals are not quantities here (the letter
-before the digit keeps them out; :mod:`medrl.clinical.mismatch` compares levels).
+before the digit keeps them out; :mod:`medrl.answers.clinical.mismatch` compares levels).
 """
 
 from __future__ import annotations

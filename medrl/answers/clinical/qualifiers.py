@@ -3,9 +3,9 @@
 An answer may add an allowed qualifier to the reference and stay correct ("Chest X-Ray, PA view"
 for "chest x-ray", "Liver, enlarged" for "Liver", "MRI, T2-weighted" for "MRI"); a *filler*
 ("plane", "view", "weighted") may also be left out. Words are canonical lexicon words
-(:func:`medrl.clinical.lexicon.content_tokens`), so "PA view" is "posteroanterior" and
+(:func:`medrl.answers.clinical.lexicon.content_tokens`), so "PA view" is "posteroanterior" and
 "T2-weighted" is "t2". Contradictions between two qualifiers ("T1" vs "T2") are
-:mod:`medrl.clinical.mismatch`'s business, not this table's.
+:mod:`medrl.answers.clinical.mismatch`'s business, not this table's.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ KINDS = ("filler", "view", "plane", "sequence", "contrast", "severity", "size", 
 @lru_cache(maxsize=1)
 def load_qualifiers() -> dict[str, str]:
     """canonical word -> kind; a bad line raises naming the file and line."""
-    from medrl.clinical.lexicon import content_tokens
+    from medrl.answers.clinical.lexicon import content_tokens
 
-    text = resources.files("medrl.clinical").joinpath(QUALIFIERS_FILE).read_text(encoding="utf-8")
+    text = resources.files("medrl.answers.clinical").joinpath(QUALIFIERS_FILE).read_text(encoding="utf-8")
     out: dict[str, str] = {}
     header = False
     for n, line in enumerate(text.splitlines(), 1):
@@ -54,7 +54,7 @@ def is_filler(token: str) -> bool:
 def is_qualifier_phrase(text: str | None) -> bool:
     """Every content word of ``text`` is an allowed qualifier other than a modality ("PA view",
     "enlarged", "T2-weighted", "with contrast"); False for a text without content words."""
-    from medrl.clinical.lexicon import content_tokens
+    from medrl.answers.clinical.lexicon import content_tokens
 
     toks = content_tokens(text)
     return bool(toks) and all(qualifier_kind(t) not in (None, "modality") for t in toks)

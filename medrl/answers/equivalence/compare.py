@@ -2,7 +2,7 @@
 
 Guard order (every answer metric and judge uses it):
 
-1. the shared guard :func:`medrl.answer_guard.guard_answer` on the normalised texts (shape:
+1. the shared guard :func:`medrl.answers.guard.guard_answer` on the normalised texts (shape:
    empty, placeholder, hidden characters, padding, injection, candidate list, hedge, yes/no to an
    open question, negation found by negspacy);
 2. :func:`hard_mismatch`: the answer contradicts the reference - another script, polarity (each
@@ -11,9 +11,9 @@ Guard order (every answer metric and judge uses it):
    after unit conversion, a list that misses items, a second finding;
 3. :func:`equivalent`: exact match (punctuation that carries meaning kept), the lexicon's
    identity, yes/no polarity, "None"/"Normal" against answers that deny every finding, list items
-   in any order, then the structure (:mod:`medrl.equivalence.structure`): every concept and
+   in any order, then the structure (:mod:`medrl.answers.equivalence.structure`): every concept and
    location of the reference in the answer, and every other word of the answer an allowed
-   qualifier (:mod:`medrl.clinical.qualifiers`) that contradicts nothing;
+   qualifier (:mod:`medrl.answers.clinical.qualifiers`) that contradicts nothing;
 4. what is left (``verdict=None``) is for an LLM judge; the reference judge counts it as not
    correct.
 """
@@ -25,11 +25,11 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from medrl.clinical.lexicon import STOPWORDS, all_tokens, stem, typo_equal
-from medrl.clinical.negation_terms import terms as negation_terms
-from medrl.clinical.qualifiers import qualifier_kind
-from medrl.equivalence.quantities import describe, same_quantities
-from medrl.equivalence.structure import LOCATION_GROUPS, NEGATION_CUES, Reading, expand_sides, read, rewrite_negations
+from medrl.answers.clinical.lexicon import STOPWORDS, all_tokens, stem, typo_equal
+from medrl.answers.clinical.negation_terms import terms as negation_terms
+from medrl.answers.clinical.qualifiers import qualifier_kind
+from medrl.answers.equivalence.quantities import describe, same_quantities
+from medrl.answers.equivalence.structure import LOCATION_GROUPS, NEGATION_CUES, Reading, expand_sides, read, rewrite_negations
 
 #: ``Equivalence.basis`` values that mean "the same answer by identity" (no judgement involved)
 IDENTITY = ("exact", "lexicon")
@@ -70,7 +70,7 @@ FINDINGS = frozenset("""mass nodule lesion cyst tumor tumour effusion fracture h
 def exact_key(text: str | None) -> str:
     """Case, articles, markup-free punctuation removed - but the punctuation that carries meaning
     kept: decimal points ("3.4"), ranges ("3-4"), signs ("+/-", "HER2-", "-5")."""
-    from medrl.equivalence.normalise import normalise
+    from medrl.answers.equivalence.normalise import normalise
 
     t = normalise(text or "").text.lower()
     return " ".join(w.replace(" ", "").replace("–", "-") for w in _WORD_KEY.findall(t) if w not in _ARTICLES)
@@ -101,14 +101,14 @@ def _is_finding(word: str) -> bool:
 
 
 def _yes_no_ref(reference: str) -> str | None:
-    from medrl.answer_guard import is_yes_no, yes_no
+    from medrl.answers.guard import is_yes_no, yes_no
 
     return yes_no(reference) if is_yes_no(reference) else None
 
 
 def _answer_polarity(question: str | None, answer: str, a: Reading) -> str | None:
     """yes/no stated, or implied ("Present", "There is no effusion" to "Is there an effusion?")."""
-    from medrl.answer_guard import yes_no
+    from medrl.answers.guard import yes_no
 
     pol = yes_no(a.text)
     if pol:
@@ -134,8 +134,8 @@ _SEGMENT = re.compile(r"\s*[,;/|]\s*|\s+or\s+", re.IGNORECASE)
 
 @lru_cache(maxsize=32768)
 def _hard(reference: str, answer: str, question: str | None) -> str | None:
-    from medrl.answer_guard import guard_answer, list_items
-    from medrl.clinical.mismatch import category_mismatch
+    from medrl.answers.guard import guard_answer, list_items
+    from medrl.answers.clinical.mismatch import category_mismatch
 
     if len(answer) > PADDING_FACTOR * len(reference) + PADDING_SLACK:
         # far longer than any answer to this reference: padding, refused before the answer is parsed
@@ -243,9 +243,9 @@ def _hard(reference: str, answer: str, question: str | None) -> str | None:
 
 @lru_cache(maxsize=1)
 def _clinical_categories() -> frozenset[str]:
-    """Every category of :mod:`medrl.clinical.mismatch` except its bare "number" (numbers are
+    """Every category of :mod:`medrl.answers.clinical.mismatch` except its bare "number" (numbers are
     compared here after unit conversion)."""
-    from medrl.clinical.mismatch import _GROUPS
+    from medrl.answers.clinical.mismatch import _GROUPS
 
     return frozenset(_GROUPS) | {"vertebral level", "rib", "ventricle", "grade", "word pair"}
 
@@ -262,8 +262,8 @@ def _covers(x: Reading, y: Reading) -> bool:
 @lru_cache(maxsize=1)
 def anatomy_words() -> frozenset[str]:
     """Words that name a body structure: the lexicon's anatomy terms and the organ table."""
-    from medrl.clinical.lexicon import content_tokens, load_lexicon
-    from medrl.clinical.mismatch import _GROUPS
+    from medrl.answers.clinical.lexicon import content_tokens, load_lexicon
+    from medrl.answers.clinical.mismatch import _GROUPS
 
     words = {t for v, c, k in load_lexicon() if k == "anatomy" for t in content_tokens(c)}
     words |= set(_GROUPS["organ"][1])
@@ -330,7 +330,7 @@ def _single(reference: str, answer: str) -> tuple[bool | None, str]:
 
 @lru_cache(maxsize=32768)
 def _equivalent(reference: str, prediction: str, question: str | None) -> Equivalence:
-    from medrl.answer_guard import list_items
+    from medrl.answers.guard import list_items
 
     why = hard_mismatch(reference, prediction, question=question)
     if why:

@@ -2,20 +2,20 @@
 
 Steps (each a pure function of the text, cached per text):
 
-1. :func:`medrl.equivalence.normalise.normalise`: Unicode, look-alike letters, markup;
+1. :func:`medrl.answers.equivalence.normalise.normalise`: Unicode, look-alike letters, markup;
    strikethrough and ✗ marks become "no X";
 2. negation written in other shapes is rewritten to "no X" (:func:`rewrite_negations`):
    "X: no / absent / negative / false / none", "X-negative", "X is ruled out", "resolved X",
    "history of X", "free of X"; negation words of other languages ("kein", "sin", "sans",
    "nein") are flagged as ``foreign_negation`` (the structure cannot read them: never correct);
 3. the side abbreviations "R"/"L"/"Rt"/"Lt" before a word become "right"/"left";
-4. quantities are taken out and parsed with pint (:mod:`medrl.equivalence.quantities`);
-5. the rest goes through the clinical lexicon (:func:`medrl.clinical.lexicon.content_tokens`:
+4. quantities are taken out and parsed with pint (:mod:`medrl.answers.equivalence.quantities`);
+5. the rest goes through the clinical lexicon (:func:`medrl.answers.clinical.lexicon.content_tokens`:
    synonyms, abbreviations, spellings), and each canonical word is sorted into a *location*
    (side, lobe, segment, part: :data:`LOCATION_GROUPS`), a *qualifier*
-   (:mod:`medrl.clinical.qualifiers`), or a *concept* (everything else);
+   (:mod:`medrl.answers.clinical.qualifiers`), or a *concept* (everything else);
 6. polarity per word: the words inside a negation scope (negspacy, only when a cue word appears,
-   :func:`medrl.clinical.negation.negated_tokens`), and "non"-prefixed words ("nonenhancing").
+   :func:`medrl.answers.clinical.negation.negated_tokens`), and "non"-prefixed words ("nonenhancing").
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from medrl.clinical.lexicon import all_tokens, canonical_text, content_tokens, load_lexicon
-from medrl.clinical.mismatch import group_values
-from medrl.clinical.negation_terms import alternation, terms
-from medrl.clinical.qualifiers import qualifier_kind
-from medrl.equivalence.normalise import normalise
-from medrl.equivalence.quantities import Quantity, quantities
+from medrl.answers.clinical.lexicon import all_tokens, canonical_text, content_tokens, load_lexicon
+from medrl.answers.clinical.mismatch import group_values
+from medrl.answers.clinical.negation_terms import alternation, terms
+from medrl.answers.clinical.qualifiers import qualifier_kind
+from medrl.answers.equivalence.normalise import normalise
+from medrl.answers.equivalence.quantities import Quantity, quantities
 
 #: mismatch groups that say *where*: every one the reference names must be in the answer
 LOCATION_GROUPS = ("side", "vertical position", "superior/inferior", "anterior/posterior", "medial/lateral",
@@ -179,8 +179,8 @@ def _term_words(canon: str) -> frozenset[str]:
 @lru_cache(maxsize=16384)
 def read(answer: str | None) -> Reading:
     """The structure of one answer (see the module docstring)."""
-    from medrl.answer_guard import strip_answer
-    from medrl.clinical.negation import negated_tokens
+    from medrl.answers.guard import strip_answer
+    from medrl.answers.clinical.negation import negated_tokens
 
     norm = normalise(strip_answer(answer))
     low = " ".join(norm.text.lower().split())

@@ -12,7 +12,7 @@
 - letters that remain in another script are reported (``other_script``): the structure cannot
   read their meaning, so such an answer is never judged correct.
 
-Invisible characters are kept, so the shared guard (:func:`medrl.answer_guard.guard_answer`)
+Invisible characters are kept, so the shared guard (:func:`medrl.answers.guard.guard_answer`)
 still sees them.
 """
 

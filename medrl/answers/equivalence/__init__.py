@@ -1,4 +1,4 @@
-"""Answer equivalence by meaning, default-deny (see :mod:`medrl.equivalence.decide`).
+"""Answer equivalence by meaning, default-deny (see :mod:`medrl.answers.equivalence.compare`).
 
 Public API (stable): :func:`equivalent` (is an answer the reference, by meaning?),
 :func:`hard_mismatch` (the one guard every answer metric calls before its formula) and the
@@ -8,6 +8,6 @@ is :func:`medrl.answers.decide` (graders: :func:`medrl.answers.grading_refusal`)
 
 from __future__ import annotations
 
-from medrl.equivalence.decide import Equivalence, equivalent, hard_mismatch
+from medrl.answers.equivalence.compare import Equivalence, equivalent, hard_mismatch
 
 __all__ = ["Equivalence", "equivalent", "hard_mismatch"]

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from medrl.parsing import (
+from medrl.answers.completion import (
     completion_steps,
     completion_text,
     is_well_formed,

@@ -5,7 +5,7 @@ equivalent formats" so that soft matching does not miss a step written different
 does not list the formats. :func:`equivalent_forms` is the project's rule-based version, shared
 by key-step curation (:mod:`medrl.data.curation.key_steps`) and the StepRAR matcher
 (:mod:`medrl.rewards.stepgrpo`). Abbreviations, synonyms and spellings come from the one
-lexicon (:mod:`medrl.clinical.lexicon`): "CT" <-> "computed tomography", "renal" <-> "kidney",
+lexicon (:mod:`medrl.answers.clinical.lexicon`): "CT" <-> "computed tomography", "renal" <-> "kidney",
 "CXR" <-> "chest radiograph".
 """
 
@@ -15,7 +15,7 @@ import re
 from collections import defaultdict
 from functools import lru_cache
 
-from medrl.clinical.lexicon import canonical_text, load_lexicon
+from medrl.answers.clinical.lexicon import canonical_text, load_lexicon
 
 NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
                 "eleven", "twelve"]
@@ -42,7 +42,7 @@ def equivalent_forms(step: str) -> list[str]:
     """Equivalent written forms of a key step, the step itself first (a heuristic).
 
     Forms: lower-cased without punctuation; hyphens as spaces and removed ("x-ray", "x ray",
-    "xray"); the lexicon's canonical wording (:func:`medrl.clinical.lexicon.canonical_text`:
+    "xray"); the lexicon's canonical wording (:func:`medrl.answers.clinical.lexicon.canonical_text`:
     "computed tomography of the chest" -> "ct of the chest") and, for each canonical term in
     it, the lexicon's variants ("ct" -> "computed tomography", "cat scan", ...); numbers as
     digits and words (0-12). Deduplicated, order kept, at most :data:`MAX_FORMS`.

@@ -1,8 +1,8 @@
-"""medrl.clinical.forms: StepGRPO's "equivalent formats" of a key step, built from the one lexicon."""
+"""medrl.answers.clinical.forms: StepGRPO's "equivalent formats" of a key step, built from the one lexicon."""
 
 from __future__ import annotations
 
-from medrl.clinical.forms import MAX_FORMS, NUMBER_WORDS, equivalent_forms
+from medrl.answers.clinical.forms import MAX_FORMS, NUMBER_WORDS, equivalent_forms
 
 
 def test_step_itself_comes_first_unchanged():

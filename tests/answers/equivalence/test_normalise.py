@@ -1,11 +1,11 @@
-"""Default-deny normalisation (medrl.equivalence.normalise.unknown_characters) and the one
-negation data file (medrl.clinical.negation_terms)."""
+"""Default-deny normalisation (medrl.answers.equivalence.normalise.unknown_characters) and the one
+negation data file (medrl.answers.clinical.negation_terms)."""
 
 from __future__ import annotations
 
 import pytest
 
-from medrl.equivalence.normalise import normalise, unknown_characters
+from medrl.answers.equivalence.normalise import normalise, unknown_characters
 
 
 @pytest.mark.parametrize("answer,unknown", [
@@ -33,9 +33,9 @@ def test_css_line_through_is_strikethrough():
 
 
 def test_negation_words_come_from_one_data_file():
-    from medrl.clinical.lexicon import NEGATION_WORDS
-    from medrl.clinical.negation_terms import PATH, ROLES, terms
-    from medrl.equivalence.structure import NEGATION_CUES
+    from medrl.answers.clinical.lexicon import NEGATION_WORDS
+    from medrl.answers.clinical.negation_terms import PATH, ROLES, terms
+    from medrl.answers.equivalence.structure import NEGATION_CUES
 
     assert PATH.name == "negation.tsv"
     assert set(terms("word")) == NEGATION_WORDS and set(terms("cue")) == NEGATION_CUES
@@ -45,8 +45,8 @@ def test_negation_words_come_from_one_data_file():
 
 
 def test_hard_mismatch_is_defined_once():
-    import medrl.clinical.mismatch as clinical
-    import medrl.equivalence as equivalence
+    import medrl.answers.clinical.mismatch as clinical
+    import medrl.answers.equivalence as equivalence
 
     assert not hasattr(clinical, "hard_mismatch") and callable(clinical.category_mismatch)
     assert equivalence.hard_mismatch("Right kidney", "left kidney").startswith("hard mismatch (side")

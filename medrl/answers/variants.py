@@ -5,7 +5,7 @@ writes answers that say the *same* thing in other words (``preserves=True``: the
 correct) and answers that say something *else* while keeping most of the reference's words
 (``preserves=False``: they must lose). It is written from the meaning classes below, not from
 any judge's rules, so the judge is measured against an independent oracle. The tests
-(``tests/test_metamorphic.py``) and ``medrl audit-rewards`` use it.
+(``tests/answers/test_variants.py``) and ``medrl audit-rewards`` use it.
 
 Meaning-preserving kinds (``preserves=True``):
 
@@ -16,7 +16,7 @@ Meaning-preserving kinds (``preserves=True``):
   "X, enlarged" for an organ that can enlarge, "mild X" / "small X" for a finding (never when
   the reference or question already speaks of size, severity, view, sequence or plane);
 - ``lexicon``: a synonym, abbreviation, lay term or spelling from the shared clinical lexicon
-  (``medrl/clinical/lexicon.tsv``; only replacements that leave the lexicon's canonical text
+  (``medrl/answers/clinical/lexicon.tsv``; only replacements that leave the lexicon's canonical text
   unchanged); ``spelling``: British/American spelling ("haemorrhage", "grey", "centre");
 - ``reorder``: the items of a list reference in another order ("liver and spleen" ->
   "spleen and liver"; not for shared-head phrases like "lateral and third ventricles");
@@ -62,7 +62,7 @@ import zlib
 from dataclasses import dataclass
 from functools import lru_cache
 
-from medrl.clinical.negation_terms import alternation
+from medrl.answers.clinical.negation_terms import alternation
 
 __all__ = ["Variant", "variants", "variant_strategy", "preserving", "flipping"]
 
@@ -262,7 +262,7 @@ def _fmt(x: float) -> str:
 @lru_cache(maxsize=1)
 def _lexicon_groups() -> tuple[dict[str, str], dict[str, list[str]]]:
     """variant -> canonical, canonical -> [variants] for the kinds that are true synonyms."""
-    from medrl.clinical.lexicon import load_lexicon
+    from medrl.answers.clinical.lexicon import load_lexicon
 
     to_canon: dict[str, str] = {}
     by_canon: dict[str, list[str]] = {}
@@ -282,7 +282,7 @@ def _lexicon_groups() -> tuple[dict[str, str], dict[str, list[str]]]:
 def _lexicon_variants(ref: str, rng: random.Random, k: int = 2) -> list[str]:
     """Up to ``k`` rewrites of ``ref`` with one lexicon phrase replaced by another of the same
     canonical term; only those whose canonical text equals the reference's."""
-    from medrl.clinical.lexicon import canonical_text
+    from medrl.answers.clinical.lexicon import canonical_text
 
     to_canon, by_canon = _lexicon_groups()
     target = canonical_text(ref)
@@ -418,7 +418,7 @@ def _distractors(ref: str, rng: random.Random, k: int = 2) -> list[str]:
         pool = _LOC_POOL
     else:
         pool = _FINDINGS_POOL
-    from medrl.clinical.lexicon import content_tokens
+    from medrl.answers.clinical.lexicon import content_tokens
 
     words = set(low.split()) | set(content_tokens(ref))
     unrelated = lambda p: not ((set(p.split()) | set(content_tokens(p))) & words)  # noqa: E731

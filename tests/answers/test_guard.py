@@ -1,11 +1,11 @@
-"""The one answer guard (medrl/answer_guard.py): each rule class with exploits, and the answers it
+"""The one answer guard (medrl/answers/guard.py): each rule class with exploits, and the answers it
 must leave to the scorer. Cases are written for this file (not taken from the shipped judge set)."""
 
 from __future__ import annotations
 
 import pytest
 
-from medrl.answer_guard import clean_answer, guard_answer, is_placeholder, list_items, match_key, strip_answer
+from medrl.answers.guard import clean_answer, guard_answer, is_placeholder, list_items, match_key, strip_answer
 
 
 @pytest.mark.parametrize("answer,reference,reason", [
@@ -113,12 +113,12 @@ def test_guard_without_reference_applies_reference_free_rules():
 
 
 def test_guard_is_a_low_layer_module():
-    """answer_guard and medrl.clinical import nothing above them (layers point one way)."""
+    """answer_guard and medrl.answers.clinical import nothing above them (layers point one way)."""
     import subprocess
     import sys
 
-    code = ("import sys, medrl.answer_guard, medrl.clinical.lexicon, medrl.clinical.mismatch, "
-            "medrl.clinical.negation\n"
+    code = ("import sys, medrl.answers.guard, medrl.answers.clinical.lexicon, medrl.answers.clinical.mismatch, "
+            "medrl.answers.clinical.negation\n"
             "bad = [m for m in sys.modules if m.startswith(('medrl.rewards', 'medrl.eval', 'medrl.train', 'medrl.models'))]\n"
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
