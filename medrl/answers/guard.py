@@ -127,8 +127,6 @@ def strip_answer(text: str | None) -> str:
     return clean_text(text or "").strip().strip(".").strip()
 
 
-clean_answer = strip_answer
-
 
 def is_placeholder(text: str | None) -> bool:
     """Heuristic: does the answer contain template/placeholder text instead of an answer?"""

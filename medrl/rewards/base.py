@@ -126,23 +126,16 @@ def answer_rejection(answer: str | None, reference: str | None, *, question: str
     return str(d) if d.refused else None
 
 
-def is_identity(answer: str | None, reference: str | None, *, question: str | None = None) -> bool:
-    """True when ``answer`` is ``reference`` by identity (:func:`medrl.answers.decide`: the listed
-    normalisations - case, spacing, one final full stop, markup wrappers, NFKC letters and digits,
-    look-alike letters - or the lexicon's identity)."""
-    if not answer or not reference:
-        return False
-    from medrl.answers import decide
-
-    return decide(answer, reference, question=question).identical
-
-
 def scored_text(answer: str | None, reference: str, *, question: str | None = None) -> str:
     """The text an answer metric scores: the reference itself when the answer is the reference
-    by identity (:func:`is_identity`), else the answer as written. A surface metric
+    by identity (:attr:`medrl.answers.Decision.identical`: the listed normalisations - case,
+    spacing, one final full stop, markup wrappers, NFKC letters and digits, look-alike letters -
+    or the lexicon's identity), else the answer as written. A surface metric
     (ROUGE, BLEU, BERTScore, an embedding) would otherwise pay "**MRI**" or a fullwidth "ＭＲＩ"
     less than "MRI" - a correct answer must keep its full reward. The formulas are unchanged."""
-    return reference if is_identity(answer, reference, question=question) else (answer or "")
+    from medrl.answers import decide
+
+    return reference if answer and decide(answer, reference, question=question).identical else (answer or "")
 
 
 def guarded_rows(parsed: Sequence[ParsedResponse], refs: Sequence[str | None], idx: Sequence[int],

@@ -115,15 +115,6 @@ def resolve_mode(mode: str | None, *, closed: bool, has_judge: bool) -> str:
     return mode
 
 
-def guard_reason(pred: str | None, ref: str, question: str | None = None) -> str | None:
-    """Why ``pred`` can never be a correct answer to ``ref`` (:func:`medrl.answers.decide` says
-    wrong: the shared guard's shapes, then contradictions of the reference), or None."""
-    from medrl.answers import Verdict, decide
-
-    d = decide(pred, ref, question=question)
-    return str(d) if d.verdict is Verdict.WRONG else None
-
-
 _YES_NO_LEAD = re.compile(r"(yes|no)(?:[.!]*|\s*[,.;:!]\s*\S.*)", re.IGNORECASE | re.DOTALL)
 
 
@@ -192,12 +183,6 @@ def _decided(pred: str | None, ref: str | None, question: str | None):
     if d.identical:
         return True
     return _UNDECIDED
-
-
-def heuristic_correct(pred: str | None, ref: str, rule: str = "normalized_match",
-                      threshold: float = 0.5) -> bool:
-    """The ``"exact"`` decision as a bool (no reference counts as wrong here)."""
-    return bool(decide_exact(pred, ref, rule=rule, threshold=threshold))
 
 
 async def decide_correct_async(pred: str | None, ref: str | None, *, question: str | None = None,
@@ -279,20 +264,20 @@ async def correctness_column_async(
             to_judge.append(i)
     if to_embed:
         from medrl.embeddings import cosine_pairs
-        from medrl.answers.guard import clean_answer
+        from medrl.answers.guard import strip_answer
 
-        sims = cosine_pairs([clean_answer(preds[i]) for i in to_embed],
-                            [clean_answer(reference_text(refs[i])) for i in to_embed], embed_model)
+        sims = cosine_pairs([strip_answer(preds[i]) for i in to_embed],
+                            [strip_answer(reference_text(refs[i])) for i in to_embed], embed_model)
         from medrl.answers import Verdict, decide
 
         for i, s in zip(to_embed, sims):
             d = decide(preds[i], reference_text(refs[i]), question=questions[i])
             out[i] = d.verdict is Verdict.CORRECT or (not d.refused and bool(s >= embed_threshold))
     if to_judge:
-        from medrl.answers.guard import clean_answer
+        from medrl.answers.guard import strip_answer
 
         verdicts = await asyncio.gather(*(
-            judge.answer_correct(questions[i] or "", reference_text(refs[i]), clean_answer(preds[i]), image=images[i])
+            judge.answer_correct(questions[i] or "", reference_text(refs[i]), strip_answer(preds[i]), image=images[i])
             for i in to_judge))
         for i, v in zip(to_judge, verdicts):
             out[i] = bool(v.value) if v.scored else None

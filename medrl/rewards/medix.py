@@ -38,9 +38,10 @@ from __future__ import annotations
 
 import string
 
-from medrl.answers.guard import clean_answer, guard_answer, is_placeholder, match_key  # noqa: F401
+from medrl.answers.guard import guard_answer, is_placeholder, match_key  # noqa: F401
+from medrl.answers.guard import strip_answer as clean_answer
 from medrl.rewards import REWARDS
-from medrl.rewards.base import Reward, answer_rejection, answer_rows, column, is_identity  # noqa: F401
+from medrl.rewards.base import Reward, answer_rejection, answer_rows, column  # noqa: F401
 
 MEDIX_WEIGHTS = {"format": 0.10, "llm": 0.5175, "embed": 0.3375, "modality": 0.045}
 

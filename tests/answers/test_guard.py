@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from medrl.answers.guard import clean_answer, guard_answer, is_placeholder, list_items, match_key, strip_answer
+from medrl.answers.guard import guard_answer, is_placeholder, list_items, match_key, strip_answer
 
 
 @pytest.mark.parametrize("answer,reference,reason", [
@@ -99,7 +99,7 @@ def test_long_form_keeps_only_reference_free_rules():
 
 
 def test_helpers():
-    assert strip_answer(" Aorta. ") == clean_answer("Aorta.") == "Aorta"
+    assert strip_answer(" Aorta. ") == strip_answer("Aorta.") == "Aorta"
     assert is_placeholder("your answer here") and not is_placeholder("right lower lobe [arrow]")
     assert match_key("Left  Kidney.") == match_key("left kidney") != match_key("left kidney?")
     assert list_items("Pneumothorax, left") == ["Pneumothorax left"]
