@@ -1,4 +1,4 @@
-"""Response parsing: modality tag, ``<think>`` reasoning, ``<answer>`` answer, format check.
+"""A completion read whole: modality tag, ``<think>`` reasoning, the one ``<answer>``, format check.
 
 The rollout format shared by the papers (MediX-R1, arXiv 2602.23363, Sec. 2.2;
 ARMed, arXiv 2508.12957, Eq. 1; MRPO, arXiv 2606.31825, App. C.1) is::
@@ -6,8 +6,12 @@ ARMed, arXiv 2508.12957, Eq. 1; MRPO, arXiv 2606.31825, App. C.1) is::
     [<MODALITY_TAG>] <think> reasoning </think> <answer> answer </answer>
 
 Parsing is tolerant of tag case and stray whitespace inside the brackets (``< THINK >``) and
-never raises on arbitrary text. The last section maps a generated completion's token ids to
-character offsets of its decoded text (what MRPO's step -> token alignment and the credit log need).
+never raises on arbitrary text. The completion is read whole, not up to its first answer block:
+a completion that writes more than one answer, an answer block inside the reasoning, an unclosed
+second answer block, or text after its answer block that states something else has *no* answer
+(:func:`answer_problem`; project rule, the papers read the first block). The later sections
+split the reasoning into sentence steps and map a generated completion's token ids to character
+offsets of its decoded text (what MRPO's step -> token alignment and the credit log need).
 """
 
 from __future__ import annotations
@@ -114,6 +118,81 @@ def cap_answer(answer: str | None) -> str | None:
     return answer
 
 
+#: end-of-turn markers a decoded completion may still carry after its answer (they say nothing)
+_END_MARKERS = re.compile(r"<\|(?:im_end|endoftext|end_of_text|eot_id|eot|end|eos)\|>|</s>|<eos>|<end_of_turn>",
+                          re.IGNORECASE)
+#: words a model may close with after its answer that state nothing about it (a closed list:
+#: "I hope this helps", "Let me know if you need anything else", "Thank you")
+CLOSING_WORDS = frozenset("""i hope this that helps help let me know if you need anything else more thank thanks glad
+    to happy am confident""".split())
+_WORDS = re.compile(r"[a-z]+(?:'[a-z]+)?")
+#: why a completion that writes an answer has none (values of :class:`medrl.answers.Reason`)
+MULTIPLE_ANSWERS, UNCLOSED_ANSWER = "multiple_answers", "unclosed_answer"
+ANSWER_IN_REASONING, TEXT_AFTER_ANSWER = "answer_in_reasoning", "text_after_answer"
+
+
+def _reasoning_end(text: str, think: tuple[int, int, int, int] | None) -> tuple[int, int] | None:
+    """(start, end) of the reasoning's text: the ``<think>`` block, or - when the chat template
+    wrote the opening tag into the prompt - everything before a closing ``</think>``."""
+    if think is not None:
+        return think[1], think[2]
+    close = _TAG["reasoning"][1].search(text)
+    return (0, close.start()) if close else None
+
+
+def _trailing_problem(trailing: str, answer: str) -> str | None:
+    """Why text after the answer block makes the answer unreadable, or None: it may hold nothing
+    but spaces, punctuation and end-of-turn markers, a closing courtesy (:data:`CLOSING_WORDS`),
+    or the same answer again after a listed frame ("The answer is X.")."""
+    rest = _END_MARKERS.sub(" ", trailing)
+    if not any(ch.isalnum() for ch in rest):
+        return None
+    if len(rest) > 4 * len(answer) + 200:
+        return f"{TEXT_AFTER_ANSWER}: {len(rest)} characters after the answer block"
+    low = rest.lower()
+    if not any(ch.isdigit() for ch in low) and set(_WORDS.findall(low)) <= CLOSING_WORDS:
+        return None
+    from medrl.answers.clinical.lexicon import canonical_text
+    from medrl.answers.equivalence.compare import exact_key
+    from medrl.answers.rewrites import strip_frames
+
+    again = strip_frames(rest, answer)
+    if exact_key(again) == exact_key(answer) or canonical_text(again) == canonical_text(answer):
+        return None  # the answer restated
+    return f"{TEXT_AFTER_ANSWER}: {' '.join(rest.split())[:60]!r} after the answer block"
+
+
+def _problem(text: str, think, ans) -> str | None:
+    open_a, close_a = _TAG["answer"]
+    reasoning = _reasoning_end(text, think)
+    if reasoning is not None and (open_a.search(text, *reasoning) or close_a.search(text, *reasoning)):
+        return f"{ANSWER_IN_REASONING}: an answer tag inside the reasoning"
+    if ans is None:
+        return None
+    start, a_in, a_out, a_end = ans
+    if _ANY_TAG.search(text, a_in, a_out):
+        return f"{MULTIPLE_ANSWERS}: a think/answer tag inside the answer block"
+    if open_a.search(text, 0, start):
+        return f"{MULTIPLE_ANSWERS}: another answer block before this one"
+    second = open_a.search(text, a_end)
+    if second:
+        if close_a.search(text, second.end()):
+            return f"{MULTIPLE_ANSWERS}: a second answer block"
+        return f"{UNCLOSED_ANSWER}: a second answer block left open"
+    if _ANY_TAG.search(text, a_end):
+        return f"{TEXT_AFTER_ANSWER}: a think/answer tag after the answer block"
+    return _trailing_problem(text[a_end:], text[a_in:a_out].strip())
+
+
+def answer_problem(text: str | None) -> str | None:
+    """Why the completion ``text`` has no answer although it writes one - more than one answer
+    block (``multiple_answers``; a tag inside the block, a block before the reasoning and
+    another after it), an unclosed second block (``unclosed_answer``), an answer tag inside the
+    reasoning (``answer_in_reasoning``), text after the answer block that is not the same answer
+    again (``text_after_answer``) - as ``"<reason>: <detail>"``, or None."""
+    return parse_response(text or "").answer_problem
+
+
 def parse_response(text: str) -> ParsedResponse:
     """Split a completion into modality tag, reasoning, answer and the format flag.
 
@@ -122,8 +201,9 @@ def parse_response(text: str) -> ParsedResponse:
     - ``reasoning``: inside the first ``<think>...</think>`` (None if the block is missing);
       Qwen3's ``<thinking>...</thinking>`` is read the same way (``well_formed`` still asks for
       ``<think>``, the papers' format);
-    - ``answer``: inside the first ``<answer>...</answer>`` after the reasoning block, or anywhere
-      if there is no reasoning block (None if missing);
+    - ``answer``: inside the ``<answer>...</answer>`` block after the reasoning block, or anywhere
+      if there is no reasoning block (None if missing); None, with ``answer_problem`` saying why,
+      when the completion read whole has no one answer (:func:`answer_problem`);
     - ``well_formed``: :func:`is_well_formed`.
 
     An answer over the length cap (:func:`cap_answer`, the questions' cap) is read as no answer
@@ -145,8 +225,11 @@ def parse_response(text: str) -> ParsedResponse:
         r_span = _stripped_span(text, a, b)
         reasoning = text[r_span[0] : r_span[1]]
         search_from = end
+    elif _TAG["reasoning"][1].search(text):  # the opening tag was in the prompt (chat templates)
+        search_from = _TAG["reasoning"][1].search(text).end()
     ans = _block(text, "answer", search_from)
-    if ans is not None:
+    problem = _problem(text, think, ans)
+    if ans is not None and problem is None:
         _, a, b, _ = ans
         a_span = _stripped_span(text, a, b)
         answer = cap_answer(text[a_span[0] : a_span[1]])
@@ -156,9 +239,10 @@ def parse_response(text: str) -> ParsedResponse:
         modality=modality,
         reasoning=reasoning,
         answer=answer,
-        well_formed=(a_span is not None or ans is None) and is_well_formed(text),
+        well_formed=(a_span is not None or ans is None) and problem is None and is_well_formed(text),
         reasoning_span=r_span,
         answer_span=a_span,
+        answer_problem=problem,
     )
 
 
@@ -384,12 +468,16 @@ def prediction_text(output: str) -> str:
     """The part of an output the judge may see (MediX-R1 Sec. 3: chains of thought stripped).
 
     The ``<answer>`` block if present; else the text after the last ``</think>`` (or Qwen3's
-    ``</thinking>``); else the whole output. Always stripped; "" when over the answer cap
-    (:func:`cap_answer`).
+    ``</thinking>``); else the whole output. A completion with no one answer
+    (:func:`answer_problem`) gives its whole output, tags included, which every grader refuses
+    with that reason (:func:`medrl.answers.decide` reads the tags). Always stripped; "" when over
+    the answer cap (:func:`cap_answer`).
     """
     parsed = parse_response(output or "")
     if parsed.answer is not None:
         return parsed.answer.strip()
+    if parsed.answer_problem is not None:
+        return cap_answer((output or "").strip()) or ""
     tail = re.split(r"<\s*/\s*think(?:ing)?\s*>", output or "", flags=re.IGNORECASE)
     return cap_answer(tail[-1].strip()) or ""  # over the answer cap: nothing to judge
 

@@ -90,11 +90,12 @@ _INJECTION = re.compile(
 )
 _HEDGE = re.compile(
     r"""\b(?:possibl[ey]|probabl[ey]|likely|unlikely|maybe|perhaps|presumabl[ey]|presumed|suspect(?:ed)?
-      | (?:could|might|may)\s+(?:be|represent|indicate|suggest)|can(?:not|'t|\s+not)\s+(?:be\s+)?(?:excluded|ruled\s+out|rule\s+out|exclude)
+      | can(?:not|'t|\s+not)\s+(?:be\s+)?(?:excluded|ruled\s+out|rule\s+out|exclude)
       | not\s+(?:be\s+)?(?:excluded|ruled\s+out)|either|neither|vs\.?|versus|or|and/or|differential|questionabl[ey]
       | suspicious\s+for|suggestive\s+of|concerning\s+for|concern\s+for|not\s+sure|unsure|uncertain|unclear
       | equivocal|indeterminate|borderline|rule\s+out|r/o|i\s+think|i\s+guess|i\s+believe|guess
-      | one\s+of|any\s+of|some\s+kind\s+of|something\s+like|etc)\b | \?""",
+      | one\s+of|any\s+of|some\s+kind\s+of|something\s+like|etc|appears?\s+to\s+be|looks?\s+like)\b
+      | (?<![\w-])(?:may|might|could|would|should|seems?|seemingly|apparently)(?![\w-]) | \?""",
     re.IGNORECASE | re.VERBOSE,
 )
 _BULLET = re.compile(r"^\s*(?:[-*\u2022\u25cf]|\d{1,2}[.)]|[a-h][.)])\s+", re.MULTILINE)
@@ -103,7 +104,8 @@ _LIST_SPLIT = re.compile(r"\s*([;,\n|&+]|/(?!\d)|\band\b|\bas\s+well\s+as\b|\bal
 _INLINE_NUMBER = re.compile(r"(?:^|\s)(?:\(?\d{1,2}[.)]|\(?[a-h]\))\s+")
 _LINE_SEPARATORS = re.compile("[\u2028\u2029\u0085\r\v\f]")
 _STRAY_TAG = re.compile(r"<\s*/?\s*(?:think|answer)\s*>", re.IGNORECASE)
-_OPEN_YES_NO = re.compile(r"^\s*(?:(?:yes|yeah|yep|nope|true|false)\b|no\s*(?:[,.;:!-]|$))", re.IGNORECASE)
+# "Yes", "Nope, ..."; "No" / "True" / "False" only alone or before punctuation ("True ribs", "No mass" are answers)
+_OPEN_YES_NO = re.compile(r"^\s*(?:(?:yes|yeah|yep|nope)\b|(?:no|true|false)\s*(?:[,.;:!-]|$))", re.IGNORECASE)
 _MODIFIER_START = re.compile(
     r"^(?:with|without|not|no|but|rather|below|above|beneath|behind|under|underneath|over|within|inside|"
     r"outside|along|across|adjacent|next|between|beside|toward|towards|into|through|surrounding|affecting|"
@@ -199,15 +201,24 @@ def _item_keys(items: list[str]) -> list[str]:
     return [" ".join(sorted(set(content_tokens(i)))) or match_key(i) for i in items]
 
 
+#: variation selectors: after a symbol they only pick its emoji or text presentation ("✔️")
+VARIATION_SELECTORS = frozenset(chr(c) for c in [*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)])
+
+
 def _hidden_chars(text: str) -> bool:
     """Invisible, control, private-use, bidi or left-over combining characters (after NFC), line/paragraph
-    separators other than a newline, and U+FFFD (a replaced lone surrogate)."""
+    separators other than a newline, and U+FFFD (a replaced lone surrogate). A variation selector
+    right after a symbol ("✔️", U+2714 U+FE0F as models write it) is its presentation, not hidden."""
     import unicodedata
 
+    prev = ""
     for ch in unicodedata.normalize("NFC", text):
         cat = unicodedata.category(ch)
+        if ch in VARIATION_SELECTORS and prev and unicodedata.category(prev).startswith("S"):
+            continue
         if ch == "\ufffd" or cat in ("Cf", "Co", "Cs", "Mn", "Zl", "Zp") or (cat == "Cc" and ch not in "\n\t"):
             return True
+        prev = ch
     return False
 
 
@@ -230,29 +241,52 @@ def _same_items(items: list[str], ref_items: list[str]) -> bool:
     return hit == set(range(len(refs))) and len(items) == len(refs)
 
 
-def _repeats(text: str) -> bool:
+def _hedge_words(text: str) -> set[str]:
+    """The hedge words and marks of ``text`` (rule 8), case-folded, spaces collapsed."""
+    return {" ".join(m.group(0).casefold().split()) for m in _HEDGE.finditer(text or "")}
+
+
+def _repeats(text: str) -> str | None:
+    """"repetition" when one word is written over and over ("None None None", a content word
+    REPEAT_LIMIT times); "repeated term" when the lexicon maps REPEAT_LIMIT content words to one
+    term, or two different words to one term among 4+ content words (synonym stuffing: "liver
+    hepatic organ abdomen") - words that differ as written, so a paraphrase may do it ("CECT
+    with IV contrast"); else None."""
     from collections import Counter
 
-    from medrl.answers.clinical.lexicon import content_tokens
+    from medrl.answers.clinical.lexicon import STOPWORDS, content_tokens
 
     words = _WORD.findall(strip_answer(text).casefold())
     if len(words) >= REPEAT_LIMIT and len(set(words)) == 1:
-        return True  # one word over and over, content word or not ("None None None")
+        return "repetition"  # one word over and over, content word or not ("None None None")
+    written = Counter(w for w in words if w not in STOPWORDS)
+    if written and max(written.values()) >= REPEAT_LIMIT:
+        return "repetition"
     toks = content_tokens(text)
     counts = Counter(toks)
     if not counts:
-        return False
+        return None
     if max(counts.values()) >= REPEAT_LIMIT:
-        return True
+        return "repeated term"
     # synonym stuffing among 4+ content words: two different words the lexicon maps to one term
     # ("liver hepatic organ abdomen"); the same word twice ("left lung, upper lung zone") is not
     if len(toks) < 4:
-        return False
+        return None
     sources: dict[str, set[str]] = {}
-    for word in set(_WORD.findall(strip_answer(text).casefold())):
+    for word in set(words):
         for tok in content_tokens(word):
             sources.setdefault(tok, set()).add(word)
-    return any(len(words) >= 2 for words in sources.values())
+    return "repeated term" if any(len(ws) >= 2 for ws in sources.values()) else None
+
+
+def padded(answer: str | None, reference: str | None) -> bool:
+    """Rule 6's length test alone (no parsing: linear in the answer): longer than
+    ``max(MIN_CAP_CHARS, PAD_RATIO x len(reference))`` characters or
+    ``max(MIN_CAP_WORDS, PAD_RATIO x words(reference))`` words."""
+    core, ref = strip_answer(answer), strip_answer(reference)
+    if len(core) > max(MIN_CAP_CHARS, PAD_RATIO * len(ref)):
+        return True
+    return len(core.split()) > max(MIN_CAP_WORDS, PAD_RATIO * len(ref.split()))
 
 
 def guard_answer(answer: str | None, reference: str | None, *, question: str | None = None,
@@ -288,9 +322,7 @@ def guard_answer(answer: str | None, reference: str | None, *, question: str | N
         return "hidden or control characters"
     if _STRAY_TAG.search(core):
         return "stray think/answer tag"
-    ref_len = len(ref) if ref else 0
-    if not long_form and (len(core) > max(MIN_CAP_CHARS, PAD_RATIO * ref_len) or
-                          len(core.split()) > max(MIN_CAP_WORDS, PAD_RATIO * len(ref.split()))):
+    if not long_form and padded(core, ref):
         return "padded"
     if ref and match_key(core) == match_key(ref):
         return None
@@ -299,8 +331,9 @@ def guard_answer(answer: str | None, reference: str | None, *, question: str | N
         return "injection"  # ("The answer is right" is a side when the reference names one)
     if long_form:
         return None
-    if _repeats(core) and not (ref and _repeats(ref)):
-        return "padded (repetition)"
+    repeated = _repeats(core)
+    if repeated and not (ref and _repeats(ref)):
+        return f"padded ({repeated})"
     word_list = _WORD.findall(core.casefold())
     if len(word_list) >= 2 and all(w in _YES_NO for w in word_list):
         return "padded (repetition)" if len(set(word_list)) == 1 else "hedge (yes and no)"
@@ -312,6 +345,8 @@ def guard_answer(answer: str | None, reference: str | None, *, question: str | N
             return "hedge (yes and no)"
         if "?" in core and "?" not in ref:
             return "hedge"
+        if pol and _hedge_words(core) - _hedge_words(ref):
+            return "hedge"  # "Yes, possibly", "No, it may not be"
         if pol:
             return None
     elif ref and _OPEN_YES_NO.match(core):
@@ -320,7 +355,7 @@ def guard_answer(answer: str | None, reference: str | None, *, question: str | N
         return None
     if "?" in core and "?" not in ref:
         return "hedge"
-    if {m.group(0).casefold() for m in _HEDGE.finditer(core)} - {m.group(0).casefold() for m in _HEDGE.finditer(ref)}:
+    if _hedge_words(core) - _hedge_words(ref):
         return "hedge"  # a hedge word the reference does not use itself
     from medrl.answers.clinical.lexicon import canonical_text, content_tokens
     from medrl.answers.clinical.negation import negated_tokens

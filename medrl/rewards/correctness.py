@@ -6,12 +6,17 @@ StepGRPO's StepRAR (StepGRPO Eq. 2: ans = y), CAPO's R_DAR and R_PCR
 answer. Those papers decide it by string comparison (closed questions) or a judge (open ones).
 Here it is one function, :func:`decide_correct`, in this order:
 
-1. no reference -> ``None`` (unscorable, never a silent 0 or 1);
-2-3. the one answer decision, :func:`medrl.answers.decide`: wrong (the shared guard's shapes -
-   empty, placeholder, symbol-only, candidate lists, hedges, padding, injections - then polarity
-   in any form, laterality/location changed or dropped, another organ or modality, numbers that
-   differ after unit conversion, a second finding) -> ``False``; correct by identity (the listed
-   normalisations or the lexicon's identity) -> ``True``; both without any judge request;
+1. no reference, or a completion with no one answer (two answer blocks, an answer inside the
+   reasoning, text after the answer: a :class:`medrl.types.ParsedResponse` with an
+   ``answer_problem``) -> ``None`` (unscorable, never a silent 0 or 1);
+2-3. the one answer decision: wrong -> ``False``; correct by identity (the listed normalisations
+   or the lexicon's identity) -> ``True``; both without any judge request. Where a judge will be
+   asked (mode ``"judge"``) only the tier that is certainly wrong refuses
+   (:func:`medrl.answers.override`: shapes no wording can make correct, and contradictions of an
+   answer read in full); without a judge the whole decision does (:func:`medrl.answers.decide`:
+   the guard's shapes, polarity, laterality/location changed or dropped, another organ or
+   modality, numbers that differ after unit conversion, a second finding, ...), as in
+   docs/judges.md "Two tiers";
 4. otherwise the *mode* decides:
 
    - ``"exact"``: the decision says correct (default-deny: the reference plus allowed
@@ -44,6 +49,7 @@ from typing import Any, Sequence
 from medrl.rewards.base import column, reference_text
 from medrl.rewards.lexical import rouge1
 from medrl.text import clean_text
+from medrl.types import ParsedResponse
 
 RULES = ("normalized_match", "rouge1")
 MODES = ("auto", "exact", "judge", "embedding")
@@ -169,20 +175,30 @@ def _exact_mode(pred: str | None, ref: str, question: str | None, rule: str, thr
 _UNDECIDED = object()
 
 
-def _decided(pred: str | None, ref: str | None, question: str | None):
-    """Steps 1-3 (:func:`medrl.answers.decide`): None (no reference), False (wrong), True (correct
-    by identity), or _UNDECIDED (the mode decides)."""
-    from medrl.answers import Verdict, decide
+def _decided(pred: str | None, ref: str | None, question: str | None, *, judged: bool = False):
+    """Steps 1-3: None (no reference), False (wrong), True (correct by identity), or _UNDECIDED
+    (the mode decides). Without a judge the whole decision (:func:`medrl.answers.decide`) may
+    refuse; before a judge is asked (``judged``) only what is certainly wrong
+    (:func:`medrl.answers.override`, docs/judges.md "Two tiers")."""
+    from medrl.answers import Verdict, decide, override
 
     ref = reference_text(ref)
     if ref is None:
         return None
-    d = decide(pred, ref, question=question)
+    d = (override if judged else decide)(pred, ref, question=question)
     if d.verdict is Verdict.WRONG:
         return False
     if d.identical:
         return True
     return _UNDECIDED
+
+
+def _answer_of(pred: Any) -> tuple[str | None, bool]:
+    """(the answer text, readable): a parsed completion (:class:`medrl.types.ParsedResponse`)
+    whose answer cannot be read (``answer_problem``: two answers, text after it) is unreadable."""
+    if isinstance(pred, ParsedResponse):
+        return pred.answer, pred.answer_problem is None
+    return pred, True
 
 
 async def decide_correct_async(pred: str | None, ref: str | None, *, question: str | None = None,
@@ -210,7 +226,7 @@ def decide_correct(pred: str | None, ref: str | None, **options: Any) -> bool | 
 
 
 async def correctness_column_async(
-    preds: Sequence[str | None],
+    preds: Sequence[str | ParsedResponse | None],
     refs: Sequence[str | None],
     *,
     questions: Sequence[str | None] | None = None,
@@ -227,8 +243,9 @@ async def correctness_column_async(
 ) -> list[bool | None]:
     """:func:`decide_correct` for a batch of rollouts: at most one judge request per row (all
     rows concurrently; the judge bounds concurrency, caches and merges identical requests) and
-    one embedding batch. ``closed`` per row, else from ``answer_types`` / ``open_ended`` and the
-    reference (:func:`is_closed_question`)."""
+    one embedding batch. ``preds``: answer texts, or parsed completions (the trainer's; one whose
+    answer cannot be read is unscorable). ``closed`` per row, else from ``answer_types`` /
+    ``open_ended`` and the reference (:func:`is_closed_question`)."""
     import asyncio
 
     n = len(preds)
@@ -246,16 +263,25 @@ async def correctness_column_async(
 
     refs, questions, images = col(refs, "refs"), col(questions, "questions"), col(images, "images")
     closed, answer_types, open_ended = col(closed, "closed"), col(answer_types, "answer_types"), col(open_ended, "open_ended")
-    preds = [clean_text(p) for p in preds]  # lone surrogates -> U+FFFD (they crash encoders and clients)
-    out: list[Any] = [_decided(p, r, q) for p, r, q in zip(preds, refs, questions)]
-    to_judge, to_embed = [], []
-    for i, v in enumerate(out):
-        if v is not _UNDECIDED:
+    read = [_answer_of(p) for p in preds]
+    preds = [clean_text(p) for p, _ok in read]  # lone surrogates -> U+FFFD (they crash encoders and clients)
+    out: list[Any] = []
+    modes: list[str | None] = []
+    for i in range(n):
+        if not read[i][1] or reference_text(refs[i]) is None:
+            out.append(None)  # no one answer in the completion, or no reference: unscorable
+            modes.append(None)
             continue
         c = closed[i]
         if c is None:
             c = is_closed_question(answer=refs[i], answer_type=answer_types[i], open_ended=open_ended[i])
-        m = resolve_mode(mode, closed=bool(c), has_judge=judge is not None)
+        modes.append(resolve_mode(mode, closed=bool(c), has_judge=judge is not None))
+        out.append(_decided(preds[i], refs[i], questions[i], judged=modes[i] == "judge"))
+    to_judge, to_embed = [], []
+    for i, v in enumerate(out):
+        if v is not _UNDECIDED:
+            continue
+        m = modes[i]
         if m == "exact":
             out[i] = _exact_mode(preds[i], reference_text(refs[i]), questions[i], rule, threshold)
         elif m == "embedding":

@@ -281,7 +281,7 @@ class MedGRPOTrainer(GRPOTrainer):
         key = "images" if "images" in inputs[0] else "image"
         k = len(texts)
         ok = correctness_column(
-            [parse_response(t).answer for col in texts.values() for t in col],
+            [parse_response(t) for col in texts.values() for t in col],  # a completion with no one answer: None
             [x.get("answer") for x in inputs] * k, questions=[x.get("question") for x in inputs] * k,
             answer_types=[x.get("answer_type") for x in inputs] * k,
             open_ended=[x.get("open_ended") for x in inputs] * k, images=[x.get(key) for x in inputs] * k,

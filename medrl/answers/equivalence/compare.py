@@ -96,6 +96,12 @@ def _is_null(r: Reading) -> bool:
     return not rest and not r.quantities and named
 
 
+def _zero_count(r: Reading) -> bool:
+    """A count of zero ("0", "zero") with no word but fillers."""
+    return bool(r.quantities) and all(q.low == 0 == q.high for q in r.quantities) and \
+        not [w for w in r.words if r.qualifiers.get(w) != "filler"]
+
+
 def _is_finding(word: str) -> bool:
     return word in FINDINGS or (len(word) > 5 and word.endswith(_FINDING_SUFFIXES))
 
@@ -181,6 +187,8 @@ def _hard(reference: str, answer: str, question: str | None) -> str | None:
         if not _is_null(a) and (a.asserted - _NULL_WORDS - set(a.qualifiers) or "abnormal" in a.asserted):
             return "names a finding where the reference says none"
         return None
+    if _zero_count(r) and _is_null(a):
+        return None  # "None", "No masses" for a count of 0: the count rule decides (medrl.answers.decide)
     if _is_null(a) and not _is_null(r) and a.negation_cue:
         return "denies every finding"
     flipped = {w for w in r_words if (w in a.negated) != (w in r.negated) and _find(w, a_words)}
@@ -211,7 +219,7 @@ def _hard(reference: str, answer: str, question: str | None) -> str | None:
         if g in r.locations and g not in a.locations:
             return f"drops the {g} ({'/'.join(sorted(r.locations[g]))})"
     # a list reference needs every item
-    r_items, a_items = list_items(r.text), list_items(a.text)
+    r_items, a_items = list_items(expand_sides(r.text)), list_items(expand_sides(a.text))
     if len(r_items) >= 2 and len(a_items) < len(r_items):
         missing = [i for i in r_items if not set(read(i).words) <= _matched(set(read(i).words), a_words)]
         if missing:
@@ -219,7 +227,7 @@ def _hard(reference: str, answer: str, question: str | None) -> str | None:
     # a candidate list: a comma/slash/semicolon/"or" item holding words that are neither the
     # reference's nor allowed qualifiers ("Gray, T2, Lower Right Lung" for "Lower Right Lung"),
     # while "Chest X-Ray, PA view" (a view) and "Liver, enlarged" (a descriptor) stay open
-    segments = [seg for seg in _SEGMENT.split(a.text) if seg.strip()]
+    segments = [seg for seg in _SEGMENT.split(expand_sides(a.text)) if seg.strip()]
     if len(segments) >= 2 and len(r_items) < 2:
         for seg in segments:
             part = read(seg)  # a sub-location ("upper pole") qualifies; the judge decides those
@@ -351,7 +359,7 @@ def _equivalent(reference: str, prediction: str, question: str | None) -> Equiva
         if _is_null(a):
             return Equivalence(True, "both say nothing abnormal", "null")
         return Equivalence(None, "the reference says nothing abnormal")
-    r_items, a_items = list_items(r.text), list_items(a.text)
+    r_items, a_items = list_items(expand_sides(r.text)), list_items(expand_sides(a.text))
     if len(r_items) >= 2 or len(a_items) >= 2:
         if _items_match(r_items, a_items):
             return Equivalence(True, "the same list items", "list")

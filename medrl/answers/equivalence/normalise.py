@@ -56,7 +56,11 @@ _TAG = re.compile(r"</?\s*(?:b|i|u|em|strong|mark|span|font|sup|sub|code|p|div|s
                   re.IGNORECASE)
 #: punctuation an answer may carry without the reference (everything else must be in the reference)
 CLOSED_PUNCTUATION = frozenset(".,;:'\"()-/?%\u00b0")
-_EMPHASIS = re.compile(r"(\*\*|__|\*|_)(?=\S)(.+?)(?<=\S)\1")
+# emphasis wrappers: the content holds no character of its delimiter, so each match is found in
+# one pass (a lazy ".+?" here made "*a *a *a ..." quadratic)
+_EMPHASIS = re.compile(r"\*\*(?=\S)([^*]+?)(?<=\S)\*\*|__(?=\S)([^_]+?)(?<=\S)__|\*(?=\S)([^*]+?)(?<=\S)\*"
+                       r"|(?<![A-Za-z0-9])_(?=\S)([^_]+?)(?<=\S)_(?![A-Za-z0-9])")
+_TIMES = re.compile(r"(?<=\d)\s*\u00d7\s*(?=\d)")
 _BACKTICKS = re.compile(r"(`+)([^`]+)\1")  # a code span `X` (a lone backtick is no wrapper)
 
 
@@ -73,9 +77,39 @@ class Normalised:
     folded: bool = False
 
 
+#: characters whose Unicode normal form would change what they say: the Greek question mark
+#: (U+037E) is a question mark, although NFC and NFKC turn it into a semicolon
+_MEANING = str.maketrans({"\u037e": "?"})
+#: compatibility decompositions that change a character's meaning, not only its look: a
+#: superscript or subscript digit ("3²" is not "32"), a circled number, a vulgar fraction
+#: ("½" is not "1/2" written with a fraction slash). NFKC leaves these characters as they are,
+#: so they stay unknown symbols (``unknown_characters``); font, width, ligature, square-unit
+#: ("㎝") and small/vertical forms keep their meaning and are normalised.
+UNSAFE_COMPAT = ("<super>", "<sub>", "<circle>", "<fraction>")
+_VARIATION = re.compile(r"(?<=[^\w\s])[\ufe00-\ufe0f]")
+
+
+def _nfkc(text: str) -> str:
+    """NFKC, except the characters of :data:`UNSAFE_COMPAT` (kept as written) and the Greek
+    question mark (a "?")."""
+    text = text.translate(_MEANING)
+    if text.isascii():
+        return text
+    out, start = [], 0
+    for i, ch in enumerate(text):
+        if not ch.isascii() and unicodedata.decomposition(ch).startswith(UNSAFE_COMPAT):
+            out.append(unicodedata.normalize("NFKC", text[start:i]))
+            out.append(ch)
+            start = i + 1
+    out.append(unicodedata.normalize("NFKC", text[start:]))
+    return "".join(out)
+
+
 def fold_confusables(text: str) -> str:
-    """NFKC, then look-alike letters of other scripts as the Latin letters they show."""
-    return unicodedata.normalize("NFKC", text).translate(_CONFUSABLES)
+    """NFKC (:func:`_nfkc`: not the characters whose meaning it would change), variation
+    selectors after a symbol dropped ("✔️" is "✔"), then look-alike letters of other scripts as
+    the Latin letters they show."""
+    return _VARIATION.sub("", _nfkc(text)).translate(_CONFUSABLES)
 
 
 def has_other_script(text: str) -> bool:
@@ -93,7 +127,7 @@ def unwrap_markup(text: str) -> str:
         t = _LATEX.sub(r"\1", t)
         t = _DOLLAR.sub(r"\1", t)
         t = _TAG.sub(" ", t)
-        t = _EMPHASIS.sub(r"\2", t)
+        t = _EMPHASIS.sub(lambda m: next(g for g in m.groups() if g is not None), t)
     return _BACKTICKS.sub(r"\2", t)
 
 
@@ -120,9 +154,10 @@ def normalise(text: str | None) -> Normalised:
     if pos_marks:
         t = re.sub(f"[{_POS_MARKS}]", " ", t)
     t = unwrap_markup(t)
+    t = _TIMES.sub(" x ", t)  # "2.5 × 1.7 cm": the multiplication sign of a dimension
     t = re.sub(r"[ \t]+", " ", t).strip()
-    folded = (text or "") != "" and unicodedata.normalize("NFKC", text or "") != fold_confusables(text or "") and \
-        has_other_script(unicodedata.normalize("NFKC", text or ""))
+    folded = (text or "") != "" and _nfkc(text or "") != fold_confusables(text or "") and \
+        has_other_script(_nfkc(text or ""))
     return Normalised(t, struck + neg_marks, pos_marks, has_other_script(t), folded)
 
 

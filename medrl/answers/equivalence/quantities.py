@@ -26,6 +26,9 @@ UNITS: dict[str, str] = {
     "s": "second", "sec": "second", "seconds": "second", "min": "minute", "minutes": "minute",
     "mmhg": "mmHg", "years": "year", "year": "year", "yo": "year", "months": "month", "month": "month",
     "weeks": "week", "week": "week", "days": "day", "day": "day",
+    # plurals of the abbreviations, as clinicians write them ("3.4 cms")
+    "cms": "centimeter", "mms": "millimeter", "mls": "milliliter", "ccs": "milliliter", "mgs": "milligram",
+    "kgs": "kilogram", "secs": "second", "mins": "minute", "yrs": "year", "yr": "year",
 }
 _SPECIAL = {"hu": "hounsfield unit"}  # no pint unit: compared by value within the same word
 _NUM = r"((?:(?<![\w)])[-−+])?(?:\d+(?:\.\d+)?|\.\d+))"
@@ -75,9 +78,31 @@ def _to_base(value: float, unit: str | None) -> tuple[float, str]:
     return float(q.magnitude), str(q.dimensionality)
 
 
+_DIM_UNIT = r"(?:\s*(?:" + "|".join(sorted((re.escape(u) for u in UNITS if u[0].isalpha()), key=len, reverse=True)) + \
+    r")(?![a-z]))?"
+_DIM_NUM = r"(?<![\w.])\d+(?:\.\d+)?"
+#: a dimension group "2.5 x 1.7 x 1.6 cm", "2 by 3 mm": the unit written once, after the last size
+DIMENSIONS = re.compile(r"(?P<dims>" + _DIM_NUM + _DIM_UNIT + r"(?:\s*(?:x|\*|by)\s*" + _DIM_NUM + _DIM_UNIT + r"){1,3})"
+                        r"(?![\w.])", re.IGNORECASE)
+_DIM_PART = re.compile(r"(" + _DIM_NUM + r")(" + _DIM_UNIT + r")", re.IGNORECASE)
+
+
+def _spread_unit(m: re.Match) -> str:
+    """"2.5 x 1.7 x 1.6 cm" -> "2.5 cm x 1.7 cm x 1.6 cm": a size without a unit takes the unit
+    written after the last size (only when no size names another unit)."""
+    parts = [(n, u.strip()) for n, u in _DIM_PART.findall(m.group("dims"))]
+    units = {u.lower() for _n, u in parts if u}
+    if len(units) != 1 or not parts[-1][1]:
+        return m.group(0)
+    unit = parts[-1][1]
+    return " x ".join(f"{n} {u or unit}" for n, u in parts)
+
+
 def quantities(text: str) -> tuple[list[Quantity], str]:
-    """The quantities of a lower-case ``text`` and the text with each replaced by a space."""
+    """The quantities of a lower-case ``text`` and the text with each replaced by a space; the
+    sizes of a dimension group share the unit written after the last one (:data:`DIMENSIONS`)."""
     out: list[Quantity] = []
+    text = DIMENSIONS.sub(_spread_unit, text)
 
     def take(m: re.Match) -> str:
         a, ua, b, ub = m.group(1), m.group(2), m.group(3), m.group(4)
@@ -111,3 +136,63 @@ def same_quantities(a: list[Quantity], b: list[Quantity]) -> bool:
 
 def describe(qs: list[Quantity]) -> str:
     return ", ".join(q.text for q in qs) or "none"
+
+
+# ---------------------------------------------------------------- ordinals are not counts
+_CARDINAL_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                   "twelve")
+_ORDINAL_WORDS = ("zeroth", "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
+                  "tenth", "eleventh", "twelfth")
+_ROMAN_VALUES = {"i": 1, "ii": 2, "iii": 3, "iv": 4, "v": 5, "vi": 6, "vii": 7, "viii": 8, "ix": 9, "x": 10}
+_SPINE_ORDINAL = re.compile(r"\b(?:\d{1,2}(?:st|nd|rd|th)|" + "|".join(_ORDINAL_WORDS[1:]) + r")\s+"
+                            r"(?:cervical|thoracic|dorsal|lumbar|sacral)\b")
+_ORDINAL_DIGITS = re.compile(r"(?<![\w.])(\d{1,3})\s?(?:st|nd|rd|th)(?![a-z])")
+_ORDINAL_WORD = re.compile(r"\b(" + "|".join(_ORDINAL_WORDS) + r")\b")
+# a position named by the number after its structure: "rib 5", "ventricle IV", "ribs 3 and 4"
+_POSITION_NUMBER = r"(?:\d{1,2}|" + "|".join(sorted(_ROMAN_VALUES, key=len, reverse=True)) + r")\b"
+_NAMED_POSITION = re.compile(r"\b(?:ribs?|ventricles?)\s+(" + _POSITION_NUMBER + r"(?:\s*(?:,|and|&|-|to)\s*"
+                             + _POSITION_NUMBER + r")*)")
+_POSITION_PART = re.compile(_POSITION_NUMBER)
+# labels, neither counts nor ordinals: "grade 2", "stage IV", "type 1", "C5", "T2", "L4-L5"
+_LABEL = re.compile(r"\b(?:grade|stage|type|class|level|gleason|bi-?rads|tirads|lirads|pirads|score)\s*[:-]?\s*"
+                    r"(?:\d{1,2}|[ivx]{1,4})\b|\b[a-z]+\d+[a-z\d]*\b|\b\d+[a-z]+\d*\b")
+_DECIMAL = re.compile(r"(?<![\w.])\d*\.\d+")
+_CARDINAL_DIGITS = re.compile(r"(?<![\w.])(\d+)(?![\w])(?!\.\d)")
+_CARDINAL_WORD = re.compile(r"\b(" + "|".join(_CARDINAL_WORDS) + r")\b")
+
+
+def number_forms(text: str | None) -> dict[int, frozenset[str]]:
+    """Whole numbers of a lower-case ``text``, each with the forms it is written in: "ordinal"
+    ("4th", "fourth", "rib 5", "ventricle IV") or "cardinal" ("4", "four"). Spine levels ("fifth
+    cervical"), labels ("grade 2", "C5", "T2") and decimals are neither. "4 ventricles" is a
+    count, "4th ventricle" a position: the same number in another form is another answer."""
+    t = f" {text or ''} "
+    forms: dict[int, set[str]] = {}
+
+    def take(pattern: re.Pattern, kind: str, value) -> None:
+        nonlocal t
+        for m in pattern.finditer(t):
+            v = value(m)
+            if v is not None:
+                forms.setdefault(v, set()).add(kind)
+        t = pattern.sub(" ", t)
+
+    take(_DECIMAL, "", lambda m: None)
+    take(_SPINE_ORDINAL, "", lambda m: None)
+    take(_ORDINAL_DIGITS, "ordinal", lambda m: int(m.group(1)))
+    take(_ORDINAL_WORD, "ordinal", lambda m: _ORDINAL_WORDS.index(m.group(1)))
+    for m in _NAMED_POSITION.finditer(t):
+        for part in _POSITION_PART.findall(m.group(1)):
+            forms.setdefault(int(part) if part.isdigit() else _ROMAN_VALUES[part], set()).add("ordinal")
+    t = _NAMED_POSITION.sub(" ", t)
+    take(_LABEL, "", lambda m: None)
+    take(_CARDINAL_DIGITS, "cardinal", lambda m: int(m.group(1)))
+    take(_CARDINAL_WORD, "cardinal", lambda m: _CARDINAL_WORDS.index(m.group(1)))
+    return {v: frozenset(k) for v, k in forms.items()}
+
+
+def number_form_clash(reference: str | None, answer: str | None) -> list[int]:
+    """Numbers written as an ordinal on one side and a count on the other ("4 ventricles" for
+    "4th ventricle", "1st" for "one"), from lower-case texts; [] when none."""
+    r, a = number_forms(reference), number_forms(answer)
+    return sorted(v for v in set(r) & set(a) if r[v] != a[v])

@@ -49,6 +49,9 @@ _NON_WHOLE = re.compile(r"^non[-\s]?(\S.*)$")  # "non-X": the whole answer prefi
 _SIDE_ABBREV = re.compile(r"(?<![\w'-])(r|rt|l|lt)\.?(?=\s+[a-z]{2,})|(?<=[a-z',] )(r|rt|l|lt)\.?(?=\s*(?:[,;]|$))|"
                           r"^(r|rt|l|lt)\.?$", re.IGNORECASE)
 _SIDE_PAREN = re.compile(r"\(\s*(r|l)\s*\)", re.IGNORECASE)
+# side shorthand: "L-sided", "right sided", "Rt-sided" (the side); "B/L", "b/l", "bilat." (both sides)
+_SIDED = re.compile(r"(?<![\w/-])(right|rt|r|left|lt|l)\.?[\s-]*sided(?![\w-])", re.IGNORECASE)
+_BOTH_SIDES = re.compile(r"(?<![\w/])(?:b/l|bilat)(?![\w/])\.?", re.IGNORECASE)
 _ANSWER_LEAD = re.compile(r"(?:the\s+)?(?:final\s+)?answer(?:\s+is)?:?")
 _ZERO_TRAILING = re.compile(r"^(?P<x>[^a-z]*[a-z].*?)\s*[:=]\s*0\s*[.!]*$")
 _AFFIRM_TRAILING = re.compile(r"^(?P<x>[^a-z]*[a-z].*?)\s*[:=(\[,;-]\s*(?:yes|present|positive|true|seen)\s*[)\]]?\s*[.!]*$")
@@ -105,8 +108,11 @@ def rewrite_negations(text: str) -> tuple[str, bool]:
 
 
 def expand_sides(text: str) -> str:
-    """"R frontal lobe" -> "right frontal lobe", "frontal lobe (L)" -> "frontal lobe left"."""
-    t = _SIDE_ABBREV.sub(lambda m: "right" if (m.group(1) or m.group(2) or m.group(3)).lower().startswith("r") else "left", text)
+    """"R frontal lobe" -> "right frontal lobe", "frontal lobe (L)" -> "frontal lobe left",
+    "L-sided" -> "left", "B/L lungs" -> "bilateral lungs"."""
+    t = _BOTH_SIDES.sub("bilateral", _SIDED.sub(lambda m: "right" if m.group(1).lower().startswith("r") else "left",
+                                                 text))
+    t = _SIDE_ABBREV.sub(lambda m: "right" if (m.group(1) or m.group(2) or m.group(3)).lower().startswith("r") else "left", t)
     return _SIDE_PAREN.sub(lambda m: " right " if m.group(1).lower() == "r" else " left ", t)
 
 

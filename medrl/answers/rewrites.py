@@ -1,0 +1,108 @@
+"""The listed rewrites of an answer: the only changes that make two wordings one answer.
+
+Default-deny: an answer is compared with its reference after these rewrites and no others, and
+an answer that needed one is correct by structure (``SAME_STRUCTURE``), never by identity. Each
+rewrite removes words that carry no claim of their own:
+
+- *sentence frames* around the answer: a context lead-in ("Based on the image, X", "Looking at
+  this CT: X"), a label ("Answer: X", "The answer is X", "Final answer = X", "Impression: X",
+  "IMP: X", "Dx - X", "Findings: X"), a subject ("The organ shown is X", "It is X", "This is X",
+  "The image shows X"), a connective ("So, X", "Therefore X", "In conclusion, X"), a closing
+  label ("X is the answer", "X (final answer)");
+- *emphasis* that only strengthens the claim: a certainty word before or after it ("Clearly X",
+  "X, definitely") and exclamation marks at its end ("X!", "X!!") - a hedge ("probably X") is
+  never emphasis, it is refused by the guard;
+- *a type word* after the answer that agrees with a colour / shape / plane reference ("Black in
+  color", "Axial slice");
+- *slash shorthand*: "w/" and "w/o" are "with" and "without" (never a list separator).
+
+A frame the reference itself is written in is never removed from the answer (a reference
+"Impression" keeps the answer "Impression"). The patterns are anchored and linear in the answer.
+"""
+
+from __future__ import annotations
+
+import re
+
+_RS = re.IGNORECASE | re.DOTALL
+_REST = r"\s*(?P<x>\S.*)$"
+_MEDIUM = (r"(?:image|images|scan|scans|picture|film|radiograph|study|studies|findings?|exam|examination|"
+           r"ct(?:\s+scan)?|mri(?:\s+scan)?|mr|x-?ray|radiography|ultrasound|sonogram|slice)")
+#: words that strengthen a claim without changing it (a closed list; hedges are never here)
+EMPHASIS = ("clearly", "definitely", "definitively", "certainly", "obviously", "undoubtedly", "surely",
+            "absolutely", "indeed", "unequivocally", "unmistakably")
+_EMPHASIS = "(?:" + "|".join(EMPHASIS) + r"|for\s+sure|without\s+(?:a\s+)?doubt)"
+
+#: frames at the start of an answer, in the order they are tried
+LEADING = (
+    # context lead-ins: "Based on the image, X", "Looking at this CT: X"
+    re.compile(r"^(?:based\s+on|according\s+to|judging\s+(?:by|from)|looking\s+at|from|on|in|upon\s+review\s+of|"
+               r"after\s+reviewing|reviewing)\s+(?:the|this|these|that)\s+(?:provided\s+|given\s+|medical\s+|"
+               r"radiological\s+)?" + _MEDIUM + r"\s*[,:]?" + _REST, _RS),
+    # labels: "Answer: X", "The answer is X", "Final answer = X", "IMP: X", "Dx - X"
+    re.compile(r"^(?:the\s+|my\s+|our\s+)?(?:final\s+|correct\s+|best\s+)?(?:answer|ans|impression|imp|findings?|"
+               r"diagnosis|dx|conclusion|result|response|reply|interpretation)\s*(?:is\s*:?|:|=|-+|\u2013|\u2014)"
+               + _REST, _RS),
+    # subjects: "The organ shown is X", "The abnormality seen is: X"
+    re.compile(r"^(?:the\s+)?(?:organ|structure|finding|abnormality|modality|imaging\s+modality|plane|image\s+plane|"
+               r"location|lesion|color|colour|shape|size|number|count|side|level|view|sequence|part|region|"
+               r"organ\s+shown|organ\s+system|body\s+part)\s+(?:shown\s+|seen\s+|visible\s+|here\s+)?"
+               r"(?:is|are)\s*:?\s+(?P<x>\S.*)$", _RS),
+    # "It is X", "This is X", "It's X"
+    re.compile(r"^(?:it|this|that)\s*(?:\s+is|'s)\s+(?P<x>\S.*)$", _RS),
+    # "The image shows X", "This scan demonstrates X"
+    re.compile(r"^(?:(?:the|this)\s+)?" + _MEDIUM + r"\s+(?:shows|demonstrates|reveals|depicts|displays)" + _REST, _RS),
+    # connectives: "So, X", "Therefore X", "In conclusion, X"
+    re.compile(r"^(?:so|thus|therefore|hence|overall|finally|in\s+summary|in\s+conclusion|in\s+short|to\s+summari[sz]e)"
+               r"\s*[,:]?" + _REST, _RS),
+    # emphasis: "Clearly X", "Definitely: X"
+    re.compile(r"^" + _EMPHASIS + r"\s*[,:]?" + _REST, _RS),
+)
+#: frames at the end of an answer
+TRAILING = (
+    re.compile(r"^(?P<x>.*?\S)\s*,?\s+" + _EMPHASIS + r"$", _RS),
+    re.compile(r"^(?P<x>.*?\S)\s+is\s+(?:the|my)\s+(?:final\s+|correct\s+)?answer$", _RS),
+    re.compile(r"^(?P<x>.*?\S)\s*\(\s*(?:final\s+)?answer\s*\)$", _RS),
+    # a type word that agrees with a colour / shape / plane reference
+    re.compile(r"^(?P<x>.*?\S)\s*,?\s+(?:in\s+colou?r|colou?red|in\s+shape|shaped|in\s+appearance|slice|section|cut|"
+               r"image)$", _RS),
+)
+_EXCLAIM = re.compile(r"!+$")
+_WITHOUT = re.compile(r"(?<![\w/])w/o(?![\w/])\s*", re.IGNORECASE)
+_WITH = re.compile(r"(?<![\w/])w/(?![\w/])\s*", re.IGNORECASE)
+_ENDS = " \t\r\n."
+
+
+def shorthand(text: str) -> str:
+    """Radiologists' slash shorthand: "w/" -> "with", "w/o" -> "without" (never a list separator)."""
+    return _WITHOUT.sub("without ", _WITH.sub("with ", text))
+
+
+def _core(text: str) -> str:
+    return text.strip(_ENDS)
+
+
+def _strip_once(text: str, reference: str) -> str:
+    for pat in LEADING:
+        m = pat.match(text)
+        if m and not pat.match(reference):
+            return _core(m.group("x"))
+    for pat in TRAILING:
+        m = pat.match(text)
+        if m and not pat.match(reference):
+            return _core(m.group("x"))
+    if _EXCLAIM.search(text) and not _EXCLAIM.search(reference):
+        return _core(_EXCLAIM.sub("", text.rstrip()))
+    return text
+
+
+def strip_frames(answer: str, reference: str, *, passes: int = 6) -> str:
+    """``answer`` without the listed frames and emphasis (see the module docstring), with
+    surrounding spaces and full stops removed; never a frame ``reference`` is written in."""
+    text, ref = _core(answer), _core(reference)
+    for _ in range(passes):
+        before = text
+        text = _strip_once(text, ref)
+        if text == before or not text:
+            break
+    return text or _core(answer)
