@@ -94,6 +94,8 @@ def nfkc_letters_digits(text: str) -> str:
     <medrl.answers.equivalence.normalise.UNSAFE_COMPAT>`)."""
     from medrl.answers.equivalence.normalise import UNSAFE_COMPAT
 
+    if text.isascii():
+        return text
     out = []
     for ch in text:
         if not ch.isascii() and ch.isalnum() and not unicodedata.decomposition(ch).startswith(UNSAFE_COMPAT):
@@ -142,6 +144,25 @@ def _only_question_words(answer: str, question: str | None) -> bool:
         return False
     a, q = read(answer), set(read(question).words)
     return bool(a.quantities) and all(w in q or a.qualifiers.get(w) == "filler" for w in a.words)
+
+
+_HOW_MANY = re.compile(r"\bhow\s+many\b", re.I)
+
+
+def _zero_number(text: str) -> bool:
+    """The answer's numbers are all 0 ("0", "Zero", "0 masses")."""
+    from medrl.answers.equivalence.structure import read
+
+    qs = read(text).quantities
+    return bool(qs) and all(q.low == 0 == q.high for q in qs)
+
+
+def _says_none(reference: str) -> bool:
+    """A reference that says nothing is there ("None", "No masses")."""
+    from medrl.answers.equivalence.compare import _is_null
+    from medrl.answers.equivalence.structure import read
+
+    return _is_null(read(reference))
 
 
 _IMAGE_KINDS = frozenset({"view", "plane", "sequence", "contrast"})
@@ -227,7 +248,7 @@ def _every_word(d: Decision, answer: str, reference: str, question: str | None) 
     """Step 10: a correct answer (not by identity) accounts for every word the structure does not read."""
     from medrl.answers.words import unaccounted
 
-    why = unaccounted(reference, rewrite(answer, reference), question)
+    why = unaccounted(reference, rewrite(answer, reference, question), question)
     if why is None:
         return d
     kind, words = why
@@ -236,12 +257,13 @@ def _every_word(d: Decision, answer: str, reference: str, question: str | None) 
     return undecided(Reason.UNKNOWN_WORD, f"words the structure does not read: {', '.join(words)} ({d})")
 
 
-def rewrite(answer: str, reference: str) -> str:
+def rewrite(answer: str, reference: str, question: str | None = None) -> str:
     """``answer`` after the listed rewrites (:mod:`medrl.answers.rewrites`: slash shorthand,
-    sentence frames, emphasis, type words), as step 5 of :func:`decide` reads it."""
+    sentence frames, emphasis, type words, the question restated), as step 5 of :func:`decide`
+    reads it."""
     from medrl.answers.rewrites import shorthand, strip_frames
 
-    return strip_frames(shorthand(answer), reference)
+    return strip_frames(shorthand(answer), reference, question=question)
 
 
 def _decide_steps(answer: str, reference: str | None, question: str | None, multiple_choice: bool) -> Decision:
@@ -268,7 +290,7 @@ def _decide_steps(answer: str, reference: str | None, question: str | None, mult
         if option_label_match(core, reference):
             return correct(Reason.OPTION_LABEL, "the reference's option label")
         return wrong(Reason.WRONG_OPTION, "another option label")
-    text = _restatement(rewrite(answer, reference), reference, question) if core else answer
+    text = _restatement(rewrite(answer, reference, question), reference, question) if core else answer
     rewritten = strip_answer(text) != core
     zero = _zero_count(reference)
     why = hard_mismatch(reference, text, question=question)
@@ -292,6 +314,9 @@ def _decide_steps(answer: str, reference: str | None, question: str | None, mult
                                              f"on the other")
     if zero and _zero_for_zero(reference, text, question):
         return correct(Reason.NONE_FOUND, "none for a count of zero")
+    if _HOW_MANY.search(question or "") and _says_none(reference) and _zero_number(text) and _only_question_words(
+            text, question):
+        return correct(Reason.NONE_FOUND, "a count of zero for none")
     eq = equivalent(reference, text, question=question)
     if eq.verdict is True and _BASIS[eq.basis] in IDENTITY and not rewritten:
         return correct(_BASIS[eq.basis], eq.reason)
@@ -303,7 +328,10 @@ def _decide_steps(answer: str, reference: str | None, question: str | None, mult
         unread = [w for w in _unread_words(reference, text) if w not in terms("null")]
         if unread:  # "asimen None": an unreadable word, not a null answer
             return undecided(Reason.UNKNOWN_WORD, f"words the structure cannot read: {', '.join(unread)}")
-        named = [w for w in _difference(reference, text)[1] if w not in terms("null")]
+        from medrl.answers.equivalence.structure import read
+
+        asked = set(read(question or "").words) if _HOW_MANY.search(question or "") else set()
+        named = [w for w in _difference(reference, text)[1] if w not in terms("null") and w not in asked]
         if named:  # "No pneumothorax" for "None": one finding denied is not "nothing abnormal"
             return undecided(Reason.MORE_SPECIFIC, f"names what the reference does not: {', '.join(named)}")
     if eq.verdict is True and eq.basis == "structure" and _image_qualifier_on_a_finding(reference, text):
@@ -478,7 +506,7 @@ def read_in_full(answer: str, reference: str, question: str | None = None) -> bo
     from medrl.answers.clinical.lexicon import all_tokens
     from medrl.answers.equivalence.normalise import unknown_characters
 
-    text = rewrite(nfkc_letters_digits(answer), reference)
+    text = rewrite(nfkc_letters_digits(answer), reference, question)
     if unknown_characters(text, reference) or _foreign_letters(reference, text):
         return False
     known = _read_vocabulary() | set(all_tokens(reference)) | set(all_tokens(question))

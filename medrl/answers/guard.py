@@ -102,6 +102,7 @@ _BULLET = re.compile(r"^\s*(?:[-*\u2022\u25cf]|\d{1,2}[.)]|[a-h][.)])\s+", re.MU
 _LIST_SPLIT = re.compile(r"\s*([;,\n|&+]|/(?!\d)|\band\b|\bas\s+well\s+as\b|\balong\s+with\b|\bplus\b)\s*",
                          re.IGNORECASE)
 _INLINE_NUMBER = re.compile(r"(?:^|\s)(?:\(?\d{1,2}[.)]|\(?[a-h]\))\s+")
+_ASCII_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")  # ASCII control characters but tab and newline
 _LINE_SEPARATORS = re.compile("[\u2028\u2029\u0085\r\v\f]")
 _STRAY_TAG = re.compile(r"<\s*/?\s*(?:think|answer)\s*>", re.IGNORECASE)
 # "Yes", "Nope, ..."; "No" / "True" / "False" only alone or before punctuation ("True ribs", "No mass" are answers)
@@ -120,7 +121,9 @@ _MODIFIER_START = re.compile(
 _RIGHT_SIDE = re.compile(r"(?:the\s+)?(?:answer|prediction|response)\s+is\s+right", re.IGNORECASE)
 _NEGATED_PART = re.compile(r"^(?:not|no|without|but|rather)\b", re.IGNORECASE)
 _YES_NO = {"yes": "yes", "no": "no", "yeah": "yes", "yep": "yes", "nope": "no", "true": "yes", "false": "no"}
+_YN_LETTER = {"y": "yes", "n": "no"}  # "Y" / "N" for a yes/no reference (a one-character answer)
 _WORD = re.compile(r"[a-z0-9]+")
+_NONE = ("none", "zero", "nil", "nothing")
 
 
 def strip_answer(text: str | None) -> str:
@@ -142,8 +145,11 @@ def match_key(text: str | None) -> str:
 
 
 def yes_no(text: str | None) -> str | None:
-    """"yes"/"no" when ``text`` starts with a yes/no word ("Yes, there is ..."), else None."""
+    """"yes"/"no" when ``text`` starts with a yes/no word ("Yes, there is ...") or is the letter
+    "Y" / "N" alone, else None."""
     words = _WORD.findall(strip_answer(text).casefold())
+    if len(words) == 1 and words[0] in _YN_LETTER and len(strip_answer(text)) == 1:
+        return _YN_LETTER[words[0]]
     return _YES_NO.get(words[0]) if words else None
 
 
@@ -172,11 +178,21 @@ def list_items(text: str | None) -> list[str]:
             continue
         modifier = sep == "," and (_MODIFIER_START.match(p) or _is_qualifier(p)) and (
             _NEGATED_PART.match(p) or not _is_same_kind(items[-1] if items else "", p))
+        # no candidate without a word of its own ("X, as shown in this image"), nor a denial ("X; no other
+        # abnormality"): both say something about the item before them
+        modifier = modifier or (sep in (",", ";") and (_NEGATED_PART.match(p) or not _has_content(p)))
         if items and modifier:
             items[-1] = f"{items[-1]} {p}"  # a modifier of the previous item ("Pneumothorax, left")
         else:
             items.append(p)
     return items
+
+
+def _has_content(part: str) -> bool:
+    """``part`` holds a content word (or a number) after the lexicon, not only stop words."""
+    from medrl.answers.clinical.lexicon import content_tokens
+
+    return bool(content_tokens(part))
 
 
 def _is_qualifier(part: str) -> bool:
@@ -211,6 +227,8 @@ def _hidden_chars(text: str) -> bool:
     right after a symbol ("✔️", U+2714 U+FE0F as models write it) is its presentation, not hidden."""
     import unicodedata
 
+    if text.isascii():
+        return bool(_ASCII_CONTROL.search(text))
     prev = ""
     for ch in unicodedata.normalize("NFC", text):
         cat = unicodedata.category(ch)
@@ -308,11 +326,13 @@ def guard_answer(answer: str | None, reference: str | None, *, question: str | N
             return None
         if core.casefold() in ("r", "l") and ref.casefold() in ("right", "left") and ref[0].casefold() == core.casefold():
             return None  # "R" for "Right": the side abbreviation
+        if core.casefold() in _YN_LETTER and _YES_NO.get(match_key(ref)):
+            return None  # "Y" / "N" for a yes/no reference: compared by polarity
         if core.isdigit() and ref and len(ref) <= 12:
             from medrl.answers.clinical.lexicon import canonical_text
 
-            if canonical_text(ref) == core:  # "2" for "Two"
-                return None
+            if canonical_text(ref) == core or (core == "0" and ref.casefold() in _NONE):
+                return None  # "2" for "Two"; "0" for "None" (a count of zero: the decision reads the question)
         return "one character"
     if is_placeholder(core):
         return "placeholder"

@@ -8,7 +8,8 @@ rewrite removes words that carry no claim of their own:
   this CT: X"), a label ("Answer: X", "The answer is X", "Final answer = X", "Impression: X",
   "IMP: X", "Dx - X", "Findings: X"), a subject ("The organ shown is X", "It is X", "This is X",
   "The image shows X"), a connective ("So, X", "Therefore X", "In conclusion, X"), a closing
-  label ("X is the answer", "X (final answer)");
+  label ("X is the answer", "X (final answer)"), where it is seen ("X, as shown in this image"),
+  and the question restated before the answer ("Which organ is enlarged? Liver");
 - *emphasis* that only strengthens the claim: a certainty word before or after it ("Clearly X",
   "X, definitely") and exclamation marks at its end ("X!", "X!!") - a hedge ("probably X") is
   never emphasis, it is refused by the guard;
@@ -38,10 +39,10 @@ LEADING = (
     # context lead-ins: "Based on the image, X", "Looking at this CT: X"
     re.compile(r"^(?:based\s+on|according\s+to|judging\s+(?:by|from)|looking\s+at|from|on|in|upon\s+review\s+of|"
                r"after\s+reviewing|reviewing)\s+(?:the|this|these|that)\s+(?:provided\s+|given\s+|medical\s+|"
-               r"radiological\s+)?" + _MEDIUM + r"\s*[,:]?" + _REST, _RS),
+               r"radiological\s+)?" + _MEDIUM + r"\b\s*[,:]?" + _REST, _RS),
     # labels: "Answer: X", "The answer is X", "Final answer = X", "IMP: X", "Dx - X"
     re.compile(r"^(?:the\s+|my\s+|our\s+)?(?:final\s+|correct\s+|best\s+)?(?:answer|ans|impression|imp|findings?|"
-               r"diagnosis|dx|conclusion|result|response|reply|interpretation)\s*(?:is\s*:?|:|=|-+|\u2013|\u2014)"
+               r"diagnosis|dx|conclusion|result|response|reply|interpretation)\b\s*(?:is\s*:?|:|=|-+|\u2013|\u2014)"
                + _REST, _RS),
     # subjects: "The organ shown is X", "The abnormality seen is: X"
     re.compile(r"^(?:the\s+)?(?:organ|structure|finding|abnormality|modality|imaging\s+modality|plane|image\s+plane|"
@@ -54,13 +55,16 @@ LEADING = (
     re.compile(r"^(?:(?:the|this)\s+)?" + _MEDIUM + r"\s+(?:shows|demonstrates|reveals|depicts|displays)" + _REST, _RS),
     # connectives: "So, X", "Therefore X", "In conclusion, X"
     re.compile(r"^(?:so|thus|therefore|hence|overall|finally|in\s+summary|in\s+conclusion|in\s+short|to\s+summari[sz]e)"
-               r"\s*[,:]?" + _REST, _RS),
+               r"\b\s*[,:]?" + _REST, _RS),
     # emphasis: "Clearly X", "Definitely: X"
-    re.compile(r"^" + _EMPHASIS + r"\s*[,:]?" + _REST, _RS),
+    re.compile(r"^" + _EMPHASIS + r"\b\s*[,:]?" + _REST, _RS),
 )
 #: frames at the end of an answer
 TRAILING = (
     re.compile(r"^(?P<x>.*?\S)\s*,?\s+" + _EMPHASIS + r"$", _RS),
+    # where it is seen: "X, as shown in this image", "X on the scan"
+    re.compile(r"^(?P<x>.*?\S)\s*,?\s+(?:as\s+)?(?:(?:is\s+|are\s+)?(?:seen|shown|visible|noted|demonstrated|depicted|"
+               r"evident)\s+)?(?:in|on)\s+(?:the|this)\s+(?:provided\s+|given\s+)?" + _MEDIUM + r"$", _RS),
     re.compile(r"^(?P<x>.*?\S)\s+is\s+(?:the|my)\s+(?:final\s+|correct\s+)?answer$", _RS),
     re.compile(r"^(?P<x>.*?\S)\s*\(\s*(?:final\s+)?answer\s*\)$", _RS),
     # a type word that agrees with a colour / shape / plane reference
@@ -82,6 +86,27 @@ def _core(text: str) -> str:
     return text.strip(_ENDS)
 
 
+_PUNCT = re.compile(r"[^\w\s]+")
+
+
+def _key(text: str) -> str:
+    return " ".join(_PUNCT.sub(" ", text.casefold()).split())
+
+
+def _strip_question(text: str, question: str | None) -> str:
+    """The answer without the question restated before it ("Which organ is enlarged? Liver",
+    "Q: Which organ is enlarged? A: Liver")."""
+    if not question or not question.strip():
+        return text
+    m = re.match(r"^\s*(?:q(?:uestion)?\s*[:.-]\s*)?", text, re.IGNORECASE)
+    body, q = text[m.end():], _key(question)
+    end = body.find("?")
+    if end < 0 or _key(body[:end]) != q:
+        return text
+    rest = re.sub(r"^\s*(?:a(?:nswer)?\s*[:.-]\s*)?", "", body[end + 1:], flags=re.IGNORECASE)
+    return _core(rest) or text
+
+
 def _strip_once(text: str, reference: str) -> str:
     for pat in LEADING:
         m = pat.match(text)
@@ -96,10 +121,11 @@ def _strip_once(text: str, reference: str) -> str:
     return text
 
 
-def strip_frames(answer: str, reference: str, *, passes: int = 6) -> str:
-    """``answer`` without the listed frames and emphasis (see the module docstring), with
-    surrounding spaces and full stops removed; never a frame ``reference`` is written in."""
-    text, ref = _core(answer), _core(reference)
+def strip_frames(answer: str, reference: str, *, question: str | None = None, passes: int = 6) -> str:
+    """``answer`` without the listed frames and emphasis (see the module docstring) and without
+    ``question`` restated before it, with surrounding spaces and full stops removed; never a
+    frame ``reference`` is written in."""
+    text, ref = _strip_question(_core(answer), question), _core(reference)
     for _ in range(passes):
         before = text
         text = _strip_once(text, ref)

@@ -261,9 +261,11 @@ def build_cases(records: Sequence[Any], prompt_style: str = "think_answer", *, v
     '.'), its committed wrong answers, the exploit catalogue and (``variants``) the preserving
     and flipping variants of :func:`medrl.answers.variants.variants` (``seed`` picks among them),
     plus, for open-ended records, ``generated`` attacks of :func:`medrl.answers.attacks.generate`
-    (kind ``gen_<family>``; an attack that must not be paid - flipping or unknown content - is a
-    flipping case)."""
+    and up to ``generated`` class variants of :func:`medrl.answers.generators.class_variants`
+    (kind ``gen_<family>``; a variant that must not be paid - flipping or unknown content - is a
+    flipping case; a completion-structure variant is the whole completion)."""
     from medrl.answers.attacks import generate
+    from medrl.answers.generators import class_variants
     from medrl.answers.variants import variants as make_variants
 
     cases: list[Case] = []
@@ -286,6 +288,12 @@ def build_cases(records: Sequence[Any], prompt_style: str = "think_answer", *, v
             for a in generate(ref, question=_get(rec, "question"), n=generated, seed=seed):
                 cases.append(Case(i, "preserving" if a.expect == "preserve" else "flipping", f"gen_{a.family}",
                                   completion(rec, a.text, prefix)))
+            import random
+
+            picked = class_variants(ref, question=_get(rec, "question"), seed=seed)
+            for v in random.Random(f"{seed}:{i}").sample(picked, min(generated, len(picked))):
+                cases.append(Case(i, "preserving" if v.expect == "preserve" else "flipping", f"gen_{v.family}",
+                                  prefix + v.text if v.completion else completion(rec, v.text, prefix)))
     return cases
 
 
@@ -360,7 +368,7 @@ def run_audit(
                 wrong_text.setdefault(c.record, c.text)
         corrupted = [wrong_text.get(c.record, cases[0].text) for c in cases]
         both = correctness_column(
-            [parse_response(t).answer for t in texts + corrupted], cols["answer"] * 2,
+            [parse_response(t) for t in texts + corrupted], cols["answer"] * 2,
             questions=cols["question"] * 2, answer_types=cols["answer_type"] * 2,
             open_ended=cols["open_ended"] * 2, images=cols["image"] * 2, mode=correctness, judge=judge)
         cols["correct"] = both[:n]

@@ -152,7 +152,8 @@ def _hard(reference: str, answer: str, question: str | None) -> str | None:
     if why is None and a.text != answer:
         # invisible characters, stray tags and padding are judged on what was sent
         raw_why = guard_answer(answer, reference, question=question, long_form=True)
-        why = raw_why if raw_why not in (None, "padded") else None
+        # (what normalisation reads - "✓" is "yes" - decides emptiness and letters, not the raw text)
+        why = raw_why if raw_why not in (None, "padded", "empty", "one character", "no letters or digits") else None
     if why:
         return why
     if a.other_script and not r.other_script:
@@ -184,7 +185,8 @@ def _hard(reference: str, answer: str, question: str | None) -> str | None:
             own_negation = True  # "None is ruled out", "None: no": the reference's own word negated
         if own_negation and r_bare and r_bare <= a_bare:
             return "polarity: negates the reference's own word"  # "not normal", "no nothing"
-        if not _is_null(a) and (a.asserted - _NULL_WORDS - set(a.qualifiers) or "abnormal" in a.asserted):
+        zero = bool(a.quantities) and all(q.low == 0 == q.high for q in a.quantities)  # "0 masses": none of them
+        if not _is_null(a) and not zero and (a.asserted - _NULL_WORDS - set(a.qualifiers) or "abnormal" in a.asserted):
             return "names a finding where the reference says none"
         return None
     if _zero_count(r) and _is_null(a):
@@ -231,6 +233,8 @@ def _hard(reference: str, answer: str, question: str | None) -> str | None:
     if len(segments) >= 2 and len(r_items) < 2:
         for seg in segments:
             part = read(seg)  # a sub-location ("upper pole") qualifies; the judge decides those
+            if part.negation_cue:
+                continue  # a denial ("; no other abnormality") is no candidate
             unexplained = {w for w in part.words if not _find(w, r_words) and w not in a.qualifiers}
             if unexplained and not (set(part.words) - unexplained) and not part.locations:
                 return f"a candidate list (an item the reference does not account for: {'/'.join(sorted(unexplained))})"

@@ -8,7 +8,8 @@
   ``\\boxed{X}``, ``\\text{X}``, ``$X$``, backticks) and HTML comments are dropped;
 - strikethrough (``~~X~~``, ``<s>X</s>``, ``<del>X</del>``, ``<strike>X</strike>``), the marks
   ✗ ❌ ✘ ✖ and the signs "(-)", "(neg)" and a minus glued to a word ("-X") are read as a
-  *negation* of X ("no X"); ✓ ✔ ☑ and "(+)" as an affirmation (dropped);
+  *negation* of X ("no X"); ✓ ✔ ☑ and "(+)" as an affirmation (dropped; a tick alone is "yes",
+  a cross alone "no");
 - letters that remain in another script are reported (``other_script``): the structure cannot
   read their meaning, so such an answer is never judged correct.
 
@@ -46,8 +47,10 @@ _POS_MARKS = "\u2713\u2714\u2611\u2705"                    # ✓ ✔ ☑ ✅
 _SIGN_NEG = re.compile(r"\(\s*[-−]\s*\)|^\s*[-−](?=[^\W\d_])|\(\s*neg\.?\s*\)", re.IGNORECASE)
 _SIGN_POS = re.compile(r"\(\s*\+\s*\)|\(\s*pos\.?\s*\)", re.IGNORECASE)
 _COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
-_STRIKE = re.compile(r"~~(.+?)~~|<(s|del|strike)\b[^>]*>(.*?)</\2\s*>"
-                     r"|<([a-z]+)\b[^>]*line-through[^>]*>(.*?)</\4\s*>", re.IGNORECASE | re.DOTALL)
+# the struck text holds no tag of its own kind, so each opening tag looks only as far as the next
+# one ("<s>a <s>a <s>a ..." without a closing tag stays linear)
+_STRIKE = re.compile(r"~~((?:(?!~~).)+?)~~|<(s|del|strike)\b[^>]*>((?:(?!</?(?:s|del|strike)\b).)*?)</\2\s*>"
+                     r"|<([a-z]+)\b[^<>]*line-through[^<>]*>((?:(?!</?\4\b).)*?)</\4\s*>", re.IGNORECASE | re.DOTALL)
 _LATEX = re.compile(r"\\(?:boxed|text|textbf|textit|mathrm|mathbf|emph|underline)\s*\{([^{}]*)\}")
 _DOLLAR = re.compile(r"\$\$?([^$]*)\$\$?")
 # the listed wrappers, without attributes: a tag with a style or class is not a listed change
@@ -114,6 +117,8 @@ def fold_confusables(text: str) -> str:
 
 def has_other_script(text: str) -> bool:
     """True when a letter of ``text`` is not a Latin letter (after :func:`fold_confusables`)."""
+    if text.isascii():
+        return False
     for ch in text:
         if ch.isalpha() and not unicodedata.name(ch, "").startswith("LATIN"):
             return True
@@ -153,6 +158,8 @@ def normalise(text: str | None) -> Normalised:
         t = "no " + re.sub(f"[{_NEG_MARKS}]", " ", t).strip()
     if pos_marks:
         t = re.sub(f"[{_POS_MARKS}]", " ", t)
+        if not neg_marks and not any(ch.isalnum() for ch in t):
+            t = "yes"  # a tick alone says yes
     t = unwrap_markup(t)
     t = _TIMES.sub(" x ", t)  # "2.5 × 1.7 cm": the multiplication sign of a dimension
     t = re.sub(r"[ \t]+", " ", t).strip()

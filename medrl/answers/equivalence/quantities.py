@@ -84,6 +84,8 @@ _DIM_NUM = r"(?<![\w.])\d+(?:\.\d+)?"
 #: a dimension group "2.5 x 1.7 x 1.6 cm", "2 by 3 mm": the unit written once, after the last size
 DIMENSIONS = re.compile(r"(?P<dims>" + _DIM_NUM + _DIM_UNIT + r"(?:\s*(?:x|\*|by)\s*" + _DIM_NUM + _DIM_UNIT + r"){1,3})"
                         r"(?![\w.])", re.IGNORECASE)
+_TIMES = re.compile(r"(?<=\d)\s*[x*]\s*(?=\.?\d)|(?<=\d[a-z])\s*[x*]\s*(?=\.?\d)|(?<=\d[a-z]{2})\s*[x*]\s*(?=\.?\d)",
+                    re.IGNORECASE)  # "2.5x1.7", "2.5cmx1.7cm": a dimension sign between sizes
 _DIM_PART = re.compile(r"(" + _DIM_NUM + r")(" + _DIM_UNIT + r")", re.IGNORECASE)
 
 
@@ -102,7 +104,7 @@ def quantities(text: str) -> tuple[list[Quantity], str]:
     """The quantities of a lower-case ``text`` and the text with each replaced by a space; the
     sizes of a dimension group share the unit written after the last one (:data:`DIMENSIONS`)."""
     out: list[Quantity] = []
-    text = DIMENSIONS.sub(_spread_unit, text)
+    text = DIMENSIONS.sub(_spread_unit, _TIMES.sub(" x ", text))
 
     def take(m: re.Match) -> str:
         a, ua, b, ub = m.group(1), m.group(2), m.group(3), m.group(4)
@@ -155,9 +157,9 @@ _NAMED_POSITION = re.compile(r"\b(?:ribs?|ventricles?)\s+(" + _POSITION_NUMBER +
 _POSITION_PART = re.compile(_POSITION_NUMBER)
 # labels, neither counts nor ordinals: "grade 2", "stage IV", "type 1", "C5", "T2", "L4-L5"
 _LABEL = re.compile(r"\b(?:grade|stage|type|class|level|gleason|bi-?rads|tirads|lirads|pirads|score)\s*[:-]?\s*"
-                    r"(?:\d{1,2}|[ivx]{1,4})\b|\b[a-z]+\d+[a-z\d]*\b|\b\d+[a-z]+\d*\b")
+                    r"(?:\d{1,2}|[ivx]{1,4})\b|\b[a-z]+\d+[a-z\d]*\b")
 _DECIMAL = re.compile(r"(?<![\w.])\d*\.\d+")
-_CARDINAL_DIGITS = re.compile(r"(?<![\w.])(\d+)(?![\w])(?!\.\d)")
+_CARDINAL_DIGITS = re.compile(r"(?<![\w.])(\d+)(?!\d)(?!\.\d)")  # "5", "5mm"
 _CARDINAL_WORD = re.compile(r"\b(" + "|".join(_CARDINAL_WORDS) + r")\b")
 
 
@@ -165,7 +167,7 @@ def number_forms(text: str | None) -> dict[int, frozenset[str]]:
     """Whole numbers of a lower-case ``text``, each with the forms it is written in: "ordinal"
     ("4th", "fourth", "rib 5", "ventricle IV") or "cardinal" ("4", "four"). Spine levels ("fifth
     cervical"), labels ("grade 2", "C5", "T2") and decimals are neither. "4 ventricles" is a
-    count, "4th ventricle" a position: the same number in another form is another answer."""
+    count, "4th ventricle" a position, "5mm" a size: the same number in another form is another answer."""
     t = f" {text or ''} "
     forms: dict[int, set[str]] = {}
 

@@ -256,13 +256,20 @@ def test_negation_shapes_read_in_linear_time():
 
     from medrl.answers.equivalence.structure import rewrite_negations
 
+    import gc
+
     def cost(n: int) -> float:
         text = "the liver is normal and " * (n // 24) + ": no"
         best = float("inf")
-        for _ in range(3):
-            t0 = time.perf_counter()
-            rewrite_negations(text)
-            best = min(best, time.perf_counter() - t0)
+        for _ in range(5):
+            gc.collect()
+            gc.disable()  # a collection is no cost of the regexes
+            try:
+                t0 = time.perf_counter()
+                rewrite_negations(text)
+                best = min(best, time.perf_counter() - t0)
+            finally:
+                gc.enable()
         return best
 
-    assert cost(16000) / max(cost(4000), 1e-6) < 9
+    assert cost(16000) / max(cost(4000), 1e-6) < 10
