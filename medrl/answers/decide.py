@@ -51,6 +51,7 @@ from medrl.answers.verdict import (
     CERTAIN_SHAPES,
     CONTRADICTIONS,
     IDENTITY,
+    SUSPECT,
     Decision,
     Reason,
     Verdict,
@@ -62,6 +63,7 @@ from medrl.answers.verdict import (
 
 _RESTATED = re.compile(r"^(?P<x>[^()]*\S)\s*\((?P<y>[^()]+)\)$")
 _TAG = re.compile(r"<\s*/?\s*(?:think(?:ing)?|answer)\s*>", re.I)
+_DECIMAL_COMMA = re.compile(r"\d,\d")
 _LANDMARK = re.compile(r"\b(?:under|below|above|beneath|underneath|near|next to|adjacent to|behind|in front of|"
                        r"beside|between|along|within|inside|posterior to|anterior to|lateral to|medial to|"
                        r"superior to|inferior to|over|around|abutting|surrounding)\b", re.I)
@@ -292,6 +294,8 @@ def _decide_steps(answer: str, reference: str | None, question: str | None, mult
         return wrong(Reason.WRONG_OPTION, "another option label")
     text = _restatement(rewrite(answer, reference, question), reference, question) if core else answer
     rewritten = strip_answer(text) != core
+    if _DECIMAL_COMMA.search(text) and not _DECIMAL_COMMA.search(reference):
+        return undecided(Reason.NUMBER_FORM, "a comma between digits: a decimal comma or two numbers")
     zero = _zero_count(reference)
     why = hard_mismatch(reference, text, question=question)
     if why and _count_reference(reference) and reason_of(why) in _TYPE_WORD_REASONS and _only_question_words(
@@ -301,6 +305,8 @@ def _decide_steps(answer: str, reference: str | None, question: str | None, mult
         reason = reason_of(why)
         if reason in (Reason.OTHER_ORGAN, Reason.OTHER_STRUCTURE) and _LANDMARK.search(text):
             return undecided(Reason.LANDMARK, f"an organ named as a landmark ({why})")
+        if reason in SUSPECT:  # the same number in another form: no contradiction, not identity either
+            return undecided(reason, why)
         return wrong(reason, why)
     unknown = unknown_characters(text, reference)
     if unknown:
@@ -460,12 +466,21 @@ def override(answer: str | None, reference: str | None, *, question: str | None 
     if d.verdict is Verdict.WRONG:
         if d.reason is Reason.PADDED and not _far_too_long(str(answer or ""), str(reference)):
             pass  # longer than the guard allows, but a judge can read it
+        elif d.reason is Reason.YES_NO_TO_OPEN and not _bare_yes_no(str(answer or "")):
+            pass  # "Yes, pneumothorax": the offline rules refuse the yes, a judge reads the rest
         elif d.reason in CERTAIN_SHAPES:
             return d
         elif (d.reason in CONTRADICTIONS or d.reason is Reason.CANDIDATE_LIST) and read_in_full(
                 str(answer or ""), str(reference), question):
             return d
     return undecided(Reason.OPEN, f"for the LLM judge ({d})")
+
+
+def _bare_yes_no(answer: str) -> bool:
+    """The answer is a yes/no word and nothing else ("No.", "Nope", "Yes!")."""
+    from medrl.answers.guard import is_yes_no
+
+    return is_yes_no(rewrite(answer, ""))
 
 
 def _far_too_long(answer: str, reference: str) -> bool:

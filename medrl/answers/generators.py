@@ -249,16 +249,17 @@ _FRAMES = ("Based on the image, the answer is {x}.", "IMP: {x}", "Answer = {x}",
            "Impression: {x}", "The answer is: {x}", "Dx: {x}", "So, {x}.", "In conclusion, {x}.",
            "According to the image, {x}", "Looking at this scan: {x}", "The final answer is {x}.", "Answer - {x}",
            "Therefore, the answer is {x}.", "{x}, as shown in this image", "{x} on this scan",
-           "{x} is the answer", "{x} (final answer)")
+           "{x} is the answer", "{x} (final answer)", "1. {x}", "\u2022 {x}", "> {x}", "Answer -> {x}", "[{x}]",
+           "{x}\u3002")
 _EMPHASIS = ("Clearly {x}", "{x}, definitely", "{x}!", "Definitely {x}", "{x}!!", "Certainly, {x}",
              "{x} \u2714\ufe0f", "{x} \u2705", "{x} for sure", "Obviously {x}")
 _HEDGED = ("Most likely {x}", "Probably {x}", "{x} is likely", "Differential includes {x}", "Suspicious for {x}",
-           "{x} cannot be excluded", "{x} vs {w}")
+           "{x} cannot be excluded", "{x} vs {w}", "{x} -", "{x} -ve", "R/O {x}", "? {x}")
 _SIDES = {"left": ("L-sided", "Lt", "Lt.", "left-sided", "L sided"), "right": ("R-sided", "Rt", "Rt.", "right-sided"),
           "bilateral": ("B/L", "b/l", "bilat", "bilat.")}
 _PLANES = {"axial": ("Ax", "ax", "Axl"), "coronal": ("Cor", "cor"), "sagittal": ("Sag", "sag")}
-_UNIT_FORMS = {"cm": ("cms", "centimeters", "centimetres", " cm", "centimeter"),
-               "mm": ("mms", "millimeters", "millimetres", " mm"), "ml": ("mls", "milliliters", "cc")}
+_UNIT_FORMS = {"cm": ("cms", "centimeters", "centimetres", " cm", "centimeter", "-cm", "c.m."),
+               "mm": ("mms", "millimeters", "millimetres", " mm", "-mm", "m.m."), "ml": ("mls", "milliliters", "cc")}
 
 
 def shorthand_variants(ref: str, question: str | None, rng: random.Random) -> list[Variant]:
@@ -272,8 +273,8 @@ def shorthand_variants(ref: str, question: str | None, rng: random.Random) -> li
                            "question restated"))
     if is_yes_no(ref):
         yes = ref.strip().strip(".").lower() in ("yes", "y", "yeah", "yep", "true")
-        out.append(Variant(rng.choice(["Y", "\u2713", "\u2714\ufe0f"] if yes else ["N", "\u2717", "\u274c"]),
-                           "shorthand", "preserve", "yes/no shorthand"))
+        out.append(Variant(rng.choice(["Y", "\u2713", "\u2714\ufe0f", "Yup", "Affirmative"] if yes
+                                      else ["N", "\u2717", "\u274c", "Nope"]), "shorthand", "preserve", "yes/no shorthand"))
     if _finding_like(ref):
         out.append(Variant(rng.choice(_HEDGED).format(x=ref, w=_other(ref, rng)), "shorthand", "flip", "hedged frame"))
     low = ref.lower()
@@ -292,9 +293,13 @@ def shorthand_variants(ref: str, question: str | None, rng: random.Random) -> li
     m = re.search(r"(\d+(?:\.\d+)?)\s*(cm|mm|ml)\b", low)
     if m:
         form = rng.choice(_UNIT_FORMS[m.group(2)])
-        sep = "" if form.startswith(" ") else " "
+        sep = "" if form.startswith((" ", "-")) else " "
         out.append(Variant(ref[:m.start()] + m.group(1) + sep + form + ref[m.end():], "shorthand", "preserve",
                            "unit written out"))
+    m = re.search(r"(\d+)\.(\d+)", ref)
+    if m:  # a decimal comma: a decimal point or two numbers - unread, never paid
+        out.append(Variant(ref[:m.start()] + f"{m.group(1)},{m.group(2)}" + ref[m.end():], "shorthand", "unknown",
+                           "decimal comma"))
     dims = re.findall(r"(\d+(?:\.\d+)?)\s*(cm|mm)", low)
     if len(dims) >= 2 and len({u for _n, u in dims}) == 1 and re.fullmatch(r"[\d.\s]*(?:cm|mm)?(?:\s*x\s*[\d.]+\s*(?:cm|mm)?)+\s*",
                                                                            low):

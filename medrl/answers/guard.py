@@ -120,7 +120,8 @@ _MODIFIER_START = re.compile(
     r"\d)\b", re.IGNORECASE)
 _RIGHT_SIDE = re.compile(r"(?:the\s+)?(?:answer|prediction|response)\s+is\s+right", re.IGNORECASE)
 _NEGATED_PART = re.compile(r"^(?:not|no|without|but|rather)\b", re.IGNORECASE)
-_YES_NO = {"yes": "yes", "no": "no", "yeah": "yes", "yep": "yes", "nope": "no", "true": "yes", "false": "no"}
+_YES_NO = {"yes": "yes", "no": "no", "yeah": "yes", "yep": "yes", "yup": "yes", "nope": "no", "true": "yes",
+           "false": "no", "affirmative": "yes"}
 _YN_LETTER = {"y": "yes", "n": "no"}  # "Y" / "N" for a yes/no reference (a one-character answer)
 _WORD = re.compile(r"[a-z0-9]+")
 _NONE = ("none", "zero", "nil", "nothing")

@@ -6,7 +6,8 @@ rewrite removes words that carry no claim of their own:
 
 - *sentence frames* around the answer: a context lead-in ("Based on the image, X", "Looking at
   this CT: X"), a label ("Answer: X", "The answer is X", "Final answer = X", "Impression: X",
-  "IMP: X", "Dx - X", "Findings: X"), a subject ("The organ shown is X", "It is X", "This is X",
+  "IMP: X", "Dx - X", "Answer -> X", "Findings: X"), a list marker before the one item ("1. X",
+  "• X", "> X"), a subject ("The organ shown is X", "It is X", "This is X",
   "The image shows X"), a connective ("So, X", "Therefore X", "In conclusion, X"), a closing
   label ("X is the answer", "X (final answer)"), where it is seen ("X, as shown in this image"),
   and the question restated before the answer ("Which organ is enlarged? Liver");
@@ -34,6 +35,8 @@ EMPHASIS = ("clearly", "definitely", "definitively", "certainly", "obviously", "
             "absolutely", "indeed", "unequivocally", "unmistakably")
 _EMPHASIS = "(?:" + "|".join(EMPHASIS) + r"|for\s+sure|without\s+(?:a\s+)?doubt)"
 
+# a list marker before the one item: "1. X", "(a) X", "• X", "- X", "> X", "# X"
+_LIST_MARKER = re.compile(r"^(?:\(?\d{1,2}[.)]|\(?[a-h][.)]|[-*\u2022\u25cf\u25aa>#]+)\s+(?P<x>\S.*)$", _RS)
 #: frames at the start of an answer, in the order they are tried
 LEADING = (
     # context lead-ins: "Based on the image, X", "Looking at this CT: X"
@@ -42,8 +45,9 @@ LEADING = (
                r"radiological\s+)?" + _MEDIUM + r"\b\s*[,:]?" + _REST, _RS),
     # labels: "Answer: X", "The answer is X", "Final answer = X", "IMP: X", "Dx - X"
     re.compile(r"^(?:the\s+|my\s+|our\s+)?(?:final\s+|correct\s+|best\s+)?(?:answer|ans|impression|imp|findings?|"
-               r"diagnosis|dx|conclusion|result|response|reply|interpretation)\b\s*(?:is\s*:?|:|=|-+|\u2013|\u2014)"
-               + _REST, _RS),
+               r"diagnosis|dx|conclusion|result|response|reply|interpretation)\b\s*(?:is\s*:?|:|=>?|-+>?|\u2013|\u2014|"
+               r"\u2192)" + _REST, _RS),
+    _LIST_MARKER,
     # subjects: "The organ shown is X", "The abnormality seen is: X"
     re.compile(r"^(?:the\s+)?(?:organ|structure|finding|abnormality|modality|imaging\s+modality|plane|image\s+plane|"
                r"location|lesion|color|colour|shape|size|number|count|side|level|view|sequence|part|region|"
@@ -107,10 +111,15 @@ def _strip_question(text: str, question: str | None) -> str:
     return _core(rest) or text
 
 
+_MARKERS = re.compile(r"(?:^|\s)(?:\(?\d{1,2}[.)]|\(?[a-h][.)]|[-*\u2022\u25cf\u25aa])\s+")
+
+
 def _strip_once(text: str, reference: str) -> str:
     for pat in LEADING:
         m = pat.match(text)
         if m and not pat.match(reference):
+            if pat is _LIST_MARKER and len(_MARKERS.findall(text)) > 1:
+                continue  # "1. X 2. Y": a list, not one item after a marker
             return _core(m.group("x"))
     for pat in TRAILING:
         m = pat.match(text)

@@ -55,7 +55,8 @@ class Reason(enum.Enum):
     POLARITY = "polarity"                # the reference's own words negated, yes for no, a finding for none
     ADDED_NEGATION = "added_negation"    # a negation the reference does not make, of words it does not name
     LATERALITY = "laterality"            # another side
-    NUMBER = "number"                    # another number or unit, a number left out or added
+    NUMBER = "number"                    # another number or unit, a number left out
+    ADDED_NUMBER = "added_number"        # a number the reference (and the question) does not give
     OTHER_ORGAN = "other_organ"          # another organ given as the answer
     OTHER_MODALITY = "other_modality"
     OTHER_SCRIPT = "other_script"
@@ -103,7 +104,7 @@ CONTRADICTIONS = frozenset({Reason.POLARITY, Reason.LATERALITY, Reason.NUMBER, R
 CERTAIN_SHAPES = SHAPE_REASONS - {Reason.CANDIDATE_LIST, Reason.REPEATED}
 WRONG_REASONS = SHAPE_REASONS | CONTRADICTIONS | frozenset({
     Reason.OTHER_MODALITY, Reason.OTHER_SCRIPT, Reason.OPPOSITE, Reason.DROPPED_LOCATION, Reason.MISSING_ITEM,
-    Reason.OTHER_STRUCTURE, Reason.SECOND_FINDING, Reason.ADDED_NEGATION})
+    Reason.OTHER_STRUCTURE, Reason.SECOND_FINDING, Reason.ADDED_NEGATION, Reason.ADDED_NUMBER})
 #: undecided because the answer holds the reference *plus* something unread: a surface metric
 #: (embedding, BERTScore, ROUGE) would pay the overlap, so answer metrics treat these as refused
 SUSPECT = frozenset({Reason.UNKNOWN_SYMBOL, Reason.UNKNOWN_WORD, Reason.MORE_SPECIFIC, Reason.NUMBER_FORM,
@@ -180,7 +181,8 @@ _PREFIXES: tuple[tuple[str, Reason], ...] = (
     ("hard mismatch (number", Reason.NUMBER), ("hard mismatch (multiplicity", Reason.NUMBER),
     ("hard mismatch (vertebral level", Reason.NUMBER), ("hard mismatch (rib", Reason.NUMBER),
     ("hard mismatch (ventricle", Reason.NUMBER), ("hard mismatch (grade", Reason.NUMBER),
-    ("hard mismatch", Reason.OPPOSITE), ("number", Reason.NUMBER), ("drops the side", Reason.DROPPED_LOCATION),
+    ("hard mismatch", Reason.OPPOSITE), ("number form", Reason.NUMBER_FORM), ("number added", Reason.ADDED_NUMBER),
+    ("number", Reason.NUMBER), ("drops the side", Reason.DROPPED_LOCATION),
     ("drops the", Reason.DROPPED_LOCATION), ("misses part", Reason.MISSING_ITEM),
     ("another structure", Reason.OTHER_STRUCTURE), ("another organ", Reason.OTHER_ORGAN),
     ("second finding", Reason.SECOND_FINDING),

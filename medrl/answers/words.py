@@ -26,6 +26,7 @@ it; the offline judge counts it as not correct). Hedging modals ("may", "might",
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 #: words that carry no claim of their own: the only words an answer may add or leave out
@@ -42,6 +43,11 @@ LIGHT_RELATIONS = frozenset({"in", "of", "on", "at", "with", "within", "inside"}
 RELATIONS = frozenset({"under", "over", "above", "below", "beneath", "underneath", "behind", "beside", "between",
                        "near", "into", "onto", "to", "from", "by", "than", "around", "along", "across", "against",
                        "toward", "towards", "through", "for", "as", "after", "before", "during", "via", "per"})
+
+
+#: a side or direction followed by "of" places something beside what follows ("left of the kidney")
+_POSITIONED = re.compile(r"\b(?:left|right|lateral|medial|anterior|posterior|superior|inferior|front|back|top|"
+                         r"bottom|outside|ahead|east|west)\s+of\b")
 
 
 @lru_cache(maxsize=1)
@@ -76,6 +82,9 @@ def unaccounted(reference: str, answer: str, question: str | None = None) -> tup
     ref_words = set(all_tokens(reference))
     known = ref_words | set(all_tokens(question)) | FILLER | _negation_words()
     a_rel, r_rel = relations(answer), relations(reference)
+    a_pos, r_pos = _POSITIONED.findall(answer.lower()), _POSITIONED.findall(reference.lower())
+    if sorted(a_pos) != sorted(r_pos):  # "left of the kidney" is a place beside it, not "left kidney"
+        return "relation", sorted(set(a_pos) ^ set(r_pos)) or a_pos + r_pos
     dropped = sorted((r_rel - LIGHT_RELATIONS) - a_rel)
     added = sorted(w for w in a_rel - r_rel if w not in LIGHT_RELATIONS)
     if dropped or added:

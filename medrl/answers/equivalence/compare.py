@@ -28,7 +28,7 @@ from functools import lru_cache
 from medrl.answers.clinical.lexicon import STOPWORDS, all_tokens, stem, typo_equal
 from medrl.answers.clinical.negation_terms import terms as negation_terms
 from medrl.answers.clinical.qualifiers import qualifier_kind
-from medrl.answers.equivalence.quantities import describe, same_quantities
+from medrl.answers.equivalence.quantities import describe, same_quantities, same_values_other_units
 from medrl.answers.equivalence.structure import LOCATION_GROUPS, NEGATION_CUES, Reading, expand_sides, read, rewrite_negations
 
 #: ``Equivalence.basis`` values that mean "the same answer by identity" (no judgement involved)
@@ -211,11 +211,14 @@ def _hard(reference: str, answer: str, question: str | None) -> str | None:
         return f"hard mismatch ({mm})"
     # numbers, after unit conversion
     if r.quantities and a.quantities and not same_quantities(list(r.quantities), list(a.quantities)):
+        if same_values_other_units(list(r.quantities), list(a.quantities)):
+            # "3.4" for "3.4 cm", "1.34 inches" for "3.4 cm": the same number, a unit left out or rounded
+            return f"number form: {describe(list(r.quantities))} vs {describe(list(a.quantities))}"
         return f"number: {describe(list(r.quantities))} vs {describe(list(a.quantities))}"
     if r.quantities and not a.quantities and any(q.dimension != "number" for q in r.quantities):
         return f"number: {describe(list(r.quantities))} left out"
     if a.quantities and not r.quantities and not read(question or "").quantities:
-        return f"number the reference does not give ({describe(list(a.quantities))})"
+        return f"number added: the reference gives none ({describe(list(a.quantities))})"
     # every location of the reference, in the answer
     for g in LOCATION_GROUPS:
         if g in r.locations and g not in a.locations:
@@ -247,7 +250,9 @@ def _hard(reference: str, answer: str, question: str | None) -> str | None:
     # another organ, a second finding
     if r.organs and a.organs - r.organs:
         return f"another organ ({'/'.join(sorted(a.organs - r.organs))})"
-    extra = {w for w in a.asserted if not _find(w, r_words) and _is_finding(w) and w not in a.qualifiers}
+    asked = set(read(question or "").words)  # "Mass in the left kidney" to "Which organ has the mass?"
+    extra = {w for w in a.asserted if not _find(w, r_words) and _is_finding(w) and w not in a.qualifiers
+             and w not in asked}
     if extra and not left_out and not (len(r_items) >= 2):  # the reference's answer plus another finding
         return f"second finding ({'/'.join(sorted(extra))})"
     return None

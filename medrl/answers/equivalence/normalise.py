@@ -7,8 +7,9 @@
 - markup is unwrapped (``**X**``, ``__X__``, ``*X*``, ``<b>X</b>`` and other inline HTML tags,
   ``\\boxed{X}``, ``\\text{X}``, ``$X$``, backticks) and HTML comments are dropped;
 - strikethrough (``~~X~~``, ``<s>X</s>``, ``<del>X</del>``, ``<strike>X</strike>``), the marks
-  ✗ ❌ ✘ ✖ and the signs "(-)", "(neg)" and a minus glued to a word ("-X") are read as a
-  *negation* of X ("no X"); ✓ ✔ ☑ and "(+)" as an affirmation (dropped; a tick alone is "yes",
+  ✗ ❌ ✘ ✖ and the signs "(-)", "(neg)", "-ve", a minus glued to a word ("-X") or left dangling
+  at the end ("X -") are read as a
+  *negation* of X ("no X"); ✓ ✔ ☑ and "(+)", "+ve" as an affirmation (dropped; a tick alone is "yes",
   a cross alone "no");
 - letters that remain in another script are reported (``other_script``): the structure cannot
   read their meaning, so such an answer is never judged correct.
@@ -44,8 +45,10 @@ _CONFUSABLES = str.maketrans({
 _NEG_MARKS = "\u2717\u2718\u274c\u2716\u274e\u2a2f\u2612"   # ✗ ✘ ❌ ✖ ❎ ⨯ ☒
 _POS_MARKS = "\u2713\u2714\u2611\u2705"                    # ✓ ✔ ☑ ✅
 # "(-)" / "(neg)" / a minus sign glued to a word ("-Hydrocephalus"): negative; "(+)" positive
-_SIGN_NEG = re.compile(r"\(\s*[-−]\s*\)|^\s*[-−](?=[^\W\d_])|\(\s*neg\.?\s*\)", re.IGNORECASE)
-_SIGN_POS = re.compile(r"\(\s*\+\s*\)|\(\s*pos\.?\s*\)", re.IGNORECASE)
+# also a minus left dangling at the end ("X -") and the shorthand "-ve" / "+ve"
+_SIGN_NEG = re.compile(r"\(\s*[-−]\s*\)|^\s*[-−](?=[^\W\d_])|\(\s*neg\.?\s*\)|(?<=\s)[-−]\s*$|(?<![\w+-])[-−]\s?ve\b",
+                       re.IGNORECASE)
+_SIGN_POS = re.compile(r"\(\s*\+\s*\)|\(\s*pos\.?\s*\)|(?<![\w+-])\+\s?ve\b", re.IGNORECASE)
 _COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
 # the struck text holds no tag of its own kind, so each opening tag looks only as far as the next
 # one ("<s>a <s>a <s>a ..." without a closing tag stays linear)
@@ -58,11 +61,12 @@ _DOLLAR = re.compile(r"\$\$?([^$]*)\$\$?")
 _TAG = re.compile(r"</?\s*(?:b|i|u|em|strong|mark|span|font|sup|sub|code|p|div|small|big|tt|ins|br|hr)\s*/?>",
                   re.IGNORECASE)
 #: punctuation an answer may carry without the reference (everything else must be in the reference)
-CLOSED_PUNCTUATION = frozenset(".,;:'\"()-/?%\u00b0")
+CLOSED_PUNCTUATION = frozenset(".,;:'\"()[]-/?%\u00b0")
 # emphasis wrappers: the content holds no character of its delimiter, so each match is found in
 # one pass (a lazy ".+?" here made "*a *a *a ..." quadratic)
 _EMPHASIS = re.compile(r"\*\*(?=\S)([^*]+?)(?<=\S)\*\*|__(?=\S)([^_]+?)(?<=\S)__|\*(?=\S)([^*]+?)(?<=\S)\*"
                        r"|(?<![A-Za-z0-9])_(?=\S)([^_]+?)(?<=\S)_(?![A-Za-z0-9])")
+_DOTTED_UNIT = re.compile(r"(?<=\d)(\s*)(c|m)\.m\.?(?!\w)", re.IGNORECASE)
 _TIMES = re.compile(r"(?<=\d)\s*\u00d7\s*(?=\d)")
 _BACKTICKS = re.compile(r"(`+)([^`]+)\1")  # a code span `X` (a lone backtick is no wrapper)
 
@@ -82,7 +86,7 @@ class Normalised:
 
 #: characters whose Unicode normal form would change what they say: the Greek question mark
 #: (U+037E) is a question mark, although NFC and NFKC turn it into a semicolon
-_MEANING = str.maketrans({"\u037e": "?"})
+_MEANING = str.maketrans({"\u037e": "?", "\u3002": "."})  # (and the ideographic full stop is a full stop)
 #: compatibility decompositions that change a character's meaning, not only its look: a
 #: superscript or subscript digit ("3²" is not "32"), a circled number, a vulgar fraction
 #: ("½" is not "1/2" written with a fraction slash). NFKC leaves these characters as they are,
@@ -162,6 +166,7 @@ def normalise(text: str | None) -> Normalised:
             t = "yes"  # a tick alone says yes
     t = unwrap_markup(t)
     t = _TIMES.sub(" x ", t)  # "2.5 × 1.7 cm": the multiplication sign of a dimension
+    t = _DOTTED_UNIT.sub(lambda m: f"{m.group(1)}{m.group(2)}m", t)  # "3.4 c.m." is "3.4 cm"
     t = re.sub(r"[ \t]+", " ", t).strip()
     folded = (text or "") != "" and _nfkc(text or "") != fold_confusables(text or "") and \
         has_other_script(_nfkc(text or ""))

@@ -32,7 +32,7 @@ UNITS: dict[str, str] = {
 }
 _SPECIAL = {"hu": "hounsfield unit"}  # no pint unit: compared by value within the same word
 _NUM = r"((?:(?<![\w)])[-−+])?(?:\d+(?:\.\d+)?|\.\d+))"
-_UNIT = r"(?:\s*(" + "|".join(sorted((re.escape(u) for u in [*UNITS, *_SPECIAL]), key=len, reverse=True)) + r")(?![a-z]))?"
+_UNIT = r"(?:\s*-?\s*(" + "|".join(sorted((re.escape(u) for u in [*UNITS, *_SPECIAL]), key=len, reverse=True)) + r")(?![a-z]))?"
 _RANGE_SEP = r"\s*(?:-|to|–)\s*"
 QUANTITY = re.compile(r"(?<![a-z\d.])(?<![a-z\d]-)" + _NUM + _UNIT + r"(?:" + _RANGE_SEP + _NUM + _UNIT + r")?(?![\d])",
                       re.IGNORECASE)
@@ -86,6 +86,7 @@ DIMENSIONS = re.compile(r"(?P<dims>" + _DIM_NUM + _DIM_UNIT + r"(?:\s*(?:x|\*|by
                         r"(?![\w.])", re.IGNORECASE)
 _TIMES = re.compile(r"(?<=\d)\s*[x*]\s*(?=\.?\d)|(?<=\d[a-z])\s*[x*]\s*(?=\.?\d)|(?<=\d[a-z]{2})\s*[x*]\s*(?=\.?\d)",
                     re.IGNORECASE)  # "2.5x1.7", "2.5cmx1.7cm": a dimension sign between sizes
+_BETWEEN = re.compile(r"\x00(?:\s*x\s*\x00)+")
 _DIM_PART = re.compile(r"(" + _DIM_NUM + r")(" + _DIM_UNIT + r")", re.IGNORECASE)
 
 
@@ -117,10 +118,11 @@ def quantities(text: str) -> tuple[list[Quantity], str]:
             lo, dim = _to_base(_float(a), unit)
             hi = _to_base(_float(b), unit)[0] if b is not None else lo
         out.append(Quantity(min(lo, hi), max(lo, hi), dim, m.group(0).strip()))
-        return " "
+        return "\x00"
 
     rest = QUANTITY.sub(take, text)
-    return out, rest
+    # the sign between the sizes of a dimension group goes with them ("2 x 3 cm"); a lone "x" stays a word
+    return out, _BETWEEN.sub(" ", rest).replace("\x00", " ")
 
 
 def same_quantities(a: list[Quantity], b: list[Quantity]) -> bool:
@@ -130,6 +132,36 @@ def same_quantities(a: list[Quantity], b: list[Quantity]) -> bool:
     left = list(b)
     for q in a:
         hit = next((i for i, r in enumerate(left) if q.same(r)), None)
+        if hit is None:
+            return False
+        left.pop(hit)
+    return True
+
+
+def _close_when_rounded(q: Quantity, ref: Quantity) -> bool:
+    """``q`` is ``ref`` written with fewer digits: within half a unit of the last digit ``q`` writes
+    (in ``q``'s unit), so "1.34 inches" is 3.4 cm rounded."""
+    m = re.search(r"(\d+)(?:\.(\d+))?", q.text)
+    if not m or q.dimension != ref.dimension or q.is_range or ref.is_range:
+        return False
+    decimals = len(m.group(2) or "")
+    value = float(m.group(0))
+    scale = q.low / value if value else 1.0  # base units per written unit
+    return abs(q.low - ref.low) <= 0.5 * 10 ** -decimals * abs(scale) + 1e-12
+
+
+def same_values_other_units(a: list[Quantity], b: list[Quantity]) -> bool:
+    """The same numbers in another form: one side leaves the unit out ("3.4" for "3.4 cm"), or
+    writes another unit rounded ("1.34 inches" for "3.4 cm"). Not the same answer by identity,
+    not a contradiction either: the decision leaves it undecided."""
+    if len(a) != len(b) or not a:
+        return False
+    left = list(b)
+    for q in a:
+        hit = next((i for i, r in enumerate(left) if
+                    (q.dimension == "number") != (r.dimension == "number") and
+                    re.search(r"[\d.]+", q.text).group(0).rstrip(".") == re.search(r"[\d.]+", r.text).group(0).rstrip(".")
+                    or (q.dimension == r.dimension and (_close_when_rounded(q, r) or _close_when_rounded(r, q)))), None)
         if hit is None:
             return False
         left.pop(hit)
