@@ -168,7 +168,8 @@ def guard_correct(answers: Sequence[str | None], refs: Sequence[str | None], cor
     from medrl.answers import Verdict, override
 
     questions = column(kwargs, "question", len(answers), reward=reward)
-    return [False if r is not None and override(a, r, question=q).verdict is Verdict.WRONG else c
+    # an unscorable row stays unscorable (a judge outage; a completion with no one answer)
+    return [False if c is not None and r is not None and override(a, r, question=q).verdict is Verdict.WRONG else c
             for a, r, c, q in zip(answers, refs, correct, questions)]
 
 

@@ -48,6 +48,57 @@ def test_malformed_responses(text):
     assert not is_well_formed(text)
 
 
+# ---------------------------------------------------------------- the completion read whole
+
+T = "<think>The finding is in the region the question asks about.</think>"
+
+
+@pytest.mark.parametrize("text,reason", [
+    (f"{T}<answer>Liver</answer><answer>Spleen</answer>", "multiple_answers"),
+    (f"{T}<answer>Spleen</answer>\n<answer>Liver</answer>", "multiple_answers"),
+    (f"{T}<answer>Spleen<answer>Liver</answer></answer>", "multiple_answers"),
+    (f"<answer>Spleen</answer>{T}<answer>Liver</answer>", "multiple_answers"),
+    (f"{T}<answer>Liver</answer><answer>Spleen", "unclosed_answer"),
+    ("<think>It could be <answer>Spleen</answer>, let me look again.</think><answer>Liver</answer>",
+     "answer_in_reasoning"),
+    ("Reasoning with <answer>Spleen</answer> inside.</think><answer>Liver</answer>", "answer_in_reasoning"),
+    (f"{T}<answer>Liver</answer> Actually, it is the spleen.", "text_after_answer"),
+    (f"{T}<answer>Liver</answer> Correction: spleen", "text_after_answer"),
+    (f"{T}<answer>Liver</answer> Wait, no - 2 cm.", "text_after_answer"),
+    (f"{T}<answer>Liver</answer></answer>", "text_after_answer"),
+    (f"{T}<answer>Liver</answer><think>Or the spleen.</think>", "text_after_answer"),
+])
+def test_a_completion_with_more_than_one_answer_has_none(text, reason):
+    """Two answer blocks, a retraction after the answer, an unclosed second block, an answer inside
+    the reasoning: the completion is read whole and has no answer, with its own reason."""
+    from medrl.answers import Reason, Verdict, decide
+    from medrl.answers.completion import answer_problem, prediction_text
+
+    p = parse_response(text)
+    assert p.answer is None and p.answer_span is None and not p.well_formed
+    assert p.answer_problem.startswith(reason) and answer_problem(text) == p.answer_problem
+    # evaluation grades the whole output, which the decision refuses with the same reason
+    d = decide(prediction_text(text), "Liver")
+    assert d.verdict is Verdict.WRONG and d.reason is Reason(reason), d
+
+
+@pytest.mark.parametrize("text", [
+    f"{T}<answer>Liver</answer>\n\n", f"{T}<answer>Liver</answer><|im_end|>", f"{T}<answer>Liver</answer></s>",
+    f"{T}<answer>Liver</answer>.", f"{T}<answer>Liver</answer>\nI hope this helps!",
+    f"{T}<answer>Liver</answer>\nThe answer is liver.", f"{T}<answer>Liver</answer> Final answer: Liver",
+    "The finding is in the liver.</think><answer>Liver</answer>",  # the opening tag was in the prompt
+    "<thinking>The liver.</thinking><answer>Liver</answer>", "< THINK >r</ think>< answer >Liver</ ANSWER >",
+])
+def test_a_completion_whose_one_answer_is_plain_keeps_it(text):
+    p = parse_response(text)
+    assert p.answer == "Liver" and p.answer_problem is None, p
+
+
+def test_trailing_text_is_bounded():
+    long_tail = " and also the spleen" * 500
+    assert parse_response(f"{T}<answer>Liver</answer>{long_tail}").answer_problem.startswith("text_after_answer")
+
+
 def test_completion_text_skips_parts_without_text():
     # HF processors render image parts as {"type": "image"} and may carry "text": None
     msg = [{"type": "image"}, {"type": "text", "text": None}, {"type": "text", "text": "<think>"}]

@@ -68,8 +68,10 @@ def test_capo_accuracy_callable():
     answers = ["Left lung", "left lung", None, "left lung"]
     assert fn(["p"] * 4, comps, answer=answers) == [0.8, 0.0, None, 0.0]
     # judge verdicts in a `correct` column win, except over the guard: "right lung" for "left lung"
-    # (side flipped) and a missing answer can never be correct, whatever the column says
-    assert fn(["p"] * 4, comps, answer=answers, correct=[False, True, True, None]) == [0.0, 0.0, 0.8, 0.0]
+    # (side flipped) and a missing answer can never be correct, whatever the column says; a row the
+    # column leaves unscorable (None: a judge outage, a completion with two answers) stays unscorable
+    assert fn(["p"] * 4, comps, answer=answers, correct=[False, True, True, True]) == [0.0, 0.0, 0.8, 0.0]
+    assert fn(["p"] * 4, comps, answer=answers, correct=[False, True, True, None]) == [0.0, 0.0, 0.8, None]
     # None in it = undecided = unscorable
     assert fn(["p"], [resp("the left lung")], answer=["left lung"], correct=[None]) == [None]
     # ...unless told to ignore it
