@@ -19,7 +19,7 @@ def test_audit_rewards_strict_reports_generated_rates(source, data_dir, tmp_path
     code = main(["audit-rewards", "--recipe", "medix_r1", "--data", source, "--data-dir", str(data_dir), "--n", "32",
                  "--generated", "8", "--generated-only", "--strict", "--json", str(out)])
     text = capsys.readouterr().out
-    assert "generated attacks:" in text and "training and evaluation disagree" in text
+    assert f"generated attacks ({source}):" in text and "training and evaluation disagree" in text
     report = json.loads(out.read_text())["generated"]
     assert report["n_variants"] >= 100
     assert code == 0, text
