@@ -110,9 +110,15 @@ _PRESENT = ("There is {x}", "{x} is present", "{x} is seen", "{x} is noted", "Th
 
 
 def _finding_like(ref: str) -> bool:
+    """A reference that names something ("Pneumothorax", "Right upper lobe"): not a yes/no, a
+    number, or a denial ("None", "Not seen" - "Not seen is present" says nothing)."""
+    from medrl.answers.clinical.negation_terms import terms
     from medrl.answers.guard import is_yes_no
 
-    return not is_yes_no(ref) and not re.fullmatch(r"[\d.\s]+|zero|none|no", ref.strip().lower())
+    low = ref.strip().lower()
+    words = set(re.findall(r"[a-z]+", low))
+    return (not is_yes_no(ref) and not re.fullmatch(r"[\d.\s]+|zero|none|no", low)
+            and not words & (set(terms("word")) | set(terms("null"))))
 
 
 def modal_variants(ref: str, question: str | None, rng: random.Random) -> list[Variant]:

@@ -87,7 +87,9 @@ def canonical_text(text: str | None) -> str:
     pat, table = _pattern()
     t = _SPINE_WORDS.sub(_spine_level, basic_normalise(text))  # "fifth cervical vertebra" = c5
     t = _ORGAN_ENLARGED.sub(r"enlarged \1", t)  # "the heart is enlarged" = "enlarged heart" (= cardiomegaly)
-    t = pat.sub(lambda m: table[m.group(0)], t)
+    once = pat.sub(lambda m: table[m.group(0)], t)
+    # a second pass reads a term a spelling variant hid ("lung tumour" -> "lung tumor" -> its term)
+    t = pat.sub(lambda m: table[m.group(0)], once) if once != t else once
     t = re.sub(r"\b(\d+)(?:st|nd|rd|th)\b", r"\1", t)  # ordinals as numbers: "5th rib" = "5 rib"
     t = _ROMAN_AFTER.sub(lambda m: f"{_ROMAN[m.group(2)]} {m.group(1)}", t)  # "ventricle iv" = "4 ventricle"
     return _RIB_NUMBER.sub(lambda m: f"{int(m.group(1))} rib", t)  # "rib 5" = "5 rib"
