@@ -500,12 +500,12 @@ def _read_vocabulary() -> frozenset[str]:
     from medrl.answers.clinical.lexicon import STOPWORDS, all_tokens, load_lexicon
     from medrl.answers.clinical.negation_terms import ROLES, terms
     from medrl.answers.equivalence.compare import FINDINGS, anatomy_words
-    from medrl.answers.equivalence.quantities import _CARDINAL_WORDS, _ORDINAL_WORDS, UNITS
+    from medrl.answers.equivalence.quantities import CARDINAL_WORDS, ORDINAL_WORDS, UNITS
     from medrl.answers.rewrites import EMPHASIS
     from medrl.answers.words import FILLER, LIGHT_RELATIONS, RELATIONS
 
     words = set(_known_vocabulary()) | anatomy_words() | STOPWORDS | FILLER | LIGHT_RELATIONS | RELATIONS
-    words |= set(FINDINGS) | set(EMPHASIS) | set(UNITS) | set(_CARDINAL_WORDS) | set(_ORDINAL_WORDS)
+    words |= set(FINDINGS) | set(EMPHASIS) | set(UNITS) | set(CARDINAL_WORDS) | set(ORDINAL_WORDS)
     words |= {w for role in ROLES for term in terms(role) for w in term.lower().split() if w.isalpha()}
     phrases = {v for v, _c, _k in load_lexicon()} | {c for _v, c, _k in load_lexicon()}
     words |= {w for ph in phrases for w in all_tokens(ph)}

@@ -160,7 +160,8 @@ def relation_variants(ref: str, question: str | None, rng: random.Random) -> lis
     m = re.search(r"\b(" + "|".join(map(re.escape, sorted(_SWAP, key=len, reverse=True))) + r")\b", ref, re.I)
     if m and m.group(1).lower() not in ("in", "on") or (m and len(ref.split()) > 2):
         word = m.group(1)
-        out.append(Variant(ref[:m.start()] + _SWAP[word.lower()] + ref[m.end():], "relation", "flip", "relation swapped"))
+        swapped = ref[:m.start()] + _SWAP[word.lower()] + ref[m.end():]
+        out.append(Variant(swapped, "relation", "flip", "relation swapped"))
         if word.lower() not in ("in", "on", "within", "inside"):
             dropped = " ".join((ref[:m.start()] + ref[m.end():]).split())
             if dropped:
@@ -174,17 +175,12 @@ def relation_variants(ref: str, question: str | None, rng: random.Random) -> lis
 _HIDDEN = ("\u200b", "\u200c", "\u200d", "\u2060", "\u00ad", "\ufeff")
 
 
-def _count_noun(question: str | None) -> str | None:
-    m = re.search(r"how many\s+([a-z]+)", question or "", re.I)
-    if not m or m.group(1).lower() in ("are", "is", "of", "do", "does", "can", "were", "was", "in"):
-        return None
-    return m.group(1).lower()
-
-
 def zero_variants(ref: str, question: str | None, rng: random.Random) -> list[Variant]:
     if ref.strip().strip(".").lower() not in ("0", "zero", "none") or not re.search(r"\bhow\s+many\b", question or "",
                                                                                    re.I):
         return []
+    from medrl.answers.attacks import _count_noun
+
     noun = _count_noun(question)
     base = rng.choice(["0", "None", "Zero", "none"])
     flips = [
@@ -206,11 +202,6 @@ def zero_variants(ref: str, question: str | None, rng: random.Random) -> list[Va
 
 
 # ----------------------------------------------------------------------------- ordinals
-_CARD = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
-_ORD = ("zeroth", "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
-        "eleventh", "twelfth")
-
-
 def _suffix(n: int) -> str:
     return "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
 
@@ -220,17 +211,19 @@ def _plural(word: str) -> str:
 
 
 def ordinal_variants(ref: str, question: str | None, rng: random.Random) -> list[Variant]:
+    from medrl.answers.equivalence.quantities import CARDINAL_WORDS, ORDINAL_WORDS
+
     low = ref.strip().lower()
     m = re.match(r"^(\d{1,2})(st|nd|rd|th)?\s*([a-z]+)?$", low) or re.match(
-        r"^(" + "|".join(_ORD[1:] + _CARD) + r")\s*([a-z]+)?$", low)
+        r"^(" + "|".join(ORDINAL_WORDS[1:] + CARDINAL_WORDS) + r")\s*([a-z]+)?$", low)
     if not m:
         return []
     first = m.group(1)
     if first.isdigit():
         n, ordinal, noun = int(first), bool(m.group(2)), m.group(3)
     else:
-        n = _ORD.index(first) if first in _ORD else _CARD.index(first)
-        ordinal, noun = first in _ORD, m.group(2)
+        n = ORDINAL_WORDS.index(first) if first in ORDINAL_WORDS else CARDINAL_WORDS.index(first)
+        ordinal, noun = first in ORDINAL_WORDS, m.group(2)
     from medrl.answers.equivalence.quantities import UNITS
 
     if n == 0 or n > 12 or (noun and noun in UNITS):
@@ -238,15 +231,17 @@ def ordinal_variants(ref: str, question: str | None, rng: random.Random) -> list
     out: list[Variant] = []
     if ordinal:
         out.append(Variant(f"{n} {_plural(noun)}" if noun else str(n), "ordinal", "flip", "count for a position"))
-        out.append(Variant(f"{_CARD[n]} {_plural(noun)}" if noun else _CARD[n], "ordinal", "flip", "count for a position"))
-        same = f"{_ORD[n]} {noun}" if noun else _ORD[n]
+        words = f"{CARDINAL_WORDS[n]} {_plural(noun)}" if noun else CARDINAL_WORDS[n]
+        out.append(Variant(words, "ordinal", "flip", "count for a position"))
+        same = f"{ORDINAL_WORDS[n]} {noun}" if noun else ORDINAL_WORDS[n]
         if first.isdigit():
             out.append(Variant(same, "ordinal", "preserve", "the same position in words"))
     else:
-        out.append(Variant(f"{n}{_suffix(n)}" + (f" {noun}" if noun else ""), "ordinal", "flip", "position for a count"))
-        out.append(Variant(_ORD[n] + (f" {noun}" if noun else ""), "ordinal", "flip", "position for a count"))
+        digits = f"{n}{_suffix(n)}" + (f" {noun}" if noun else "")
+        out.append(Variant(digits, "ordinal", "flip", "position for a count"))
+        out.append(Variant(ORDINAL_WORDS[n] + (f" {noun}" if noun else ""), "ordinal", "flip", "position for a count"))
         if first.isdigit() and not noun:
-            out.append(Variant(_CARD[n], "ordinal", "preserve", "the same count in words"))
+            out.append(Variant(CARDINAL_WORDS[n], "ordinal", "preserve", "the same count in words"))
     return out
 
 
@@ -279,23 +274,16 @@ def shorthand_variants(ref: str, question: str | None, rng: random.Random) -> li
                            "question restated"))
     if is_yes_no(ref):
         yes = ref.strip().strip(".").lower() in ("yes", "y", "yeah", "yep", "true")
-        out.append(Variant(rng.choice(["Y", "\u2713", "\u2714\ufe0f", "Yup", "Affirmative"] if yes
-                                      else ["N", "\u2717", "\u274c", "Nope"]), "shorthand", "preserve", "yes/no shorthand"))
+        forms = ["Y", "\u2713", "\u2714\ufe0f", "Yup", "Affirmative"] if yes else ["N", "\u2717", "\u274c", "Nope"]
+        out.append(Variant(rng.choice(forms), "shorthand", "preserve", "yes/no shorthand"))
     if _finding_like(ref):
         out.append(Variant(rng.choice(_HEDGED).format(x=ref, w=_other(ref, rng)), "shorthand", "flip", "hedged frame"))
     low = ref.lower()
-    for word, forms in _SIDES.items():
-        m = re.search(rf"\b{word}\b", low)
-        if m:
-            out.append(Variant(ref[:m.start()] + rng.choice(forms) + ref[m.end():], "shorthand", "preserve",
-                               "side shorthand"))
-            break
-    for word, forms in _PLANES.items():
-        m = re.search(rf"\b{word}\b", low)
-        if m:
-            out.append(Variant(ref[:m.start()] + rng.choice(forms) + ref[m.end():], "shorthand", "preserve",
-                               "plane abbreviation"))
-            break
+    for table, how in ((_SIDES, "side shorthand"), (_PLANES, "plane abbreviation")):
+        hit = next(((m, forms) for word, forms in table.items() if (m := re.search(rf"\b{word}\b", low))), None)
+        if hit:
+            m, forms = hit
+            out.append(Variant(ref[:m.start()] + rng.choice(forms) + ref[m.end():], "shorthand", "preserve", how))
     m = re.search(r"(\d+(?:\.\d+)?)\s*(cm|mm|ml)\b", low)
     if m:
         form = rng.choice(_UNIT_FORMS[m.group(2)])
@@ -307,8 +295,8 @@ def shorthand_variants(ref: str, question: str | None, rng: random.Random) -> li
         out.append(Variant(ref[:m.start()] + f"{m.group(1)},{m.group(2)}" + ref[m.end():], "shorthand", "unknown",
                            "decimal comma"))
     dims = re.findall(r"(\d+(?:\.\d+)?)\s*(cm|mm)", low)
-    if len(dims) >= 2 and len({u for _n, u in dims}) == 1 and re.fullmatch(r"[\d.\s]*(?:cm|mm)?(?:\s*x\s*[\d.]+\s*(?:cm|mm)?)+\s*",
-                                                                           low):
+    one_group = re.fullmatch(r"[\d.\s]*(?:cm|mm)?(?:\s*x\s*[\d.]+\s*(?:cm|mm)?)+\s*", low)
+    if len(dims) >= 2 and len({u for _n, u in dims}) == 1 and one_group:
         sign = rng.choice([" x ", " X ", "x", " \u00d7 ", " by "])
         out.append(Variant(sign.join(n for n, _u in dims) + f" {dims[0][1]}", "shorthand", "preserve",
                            "dimension format"))
@@ -357,7 +345,8 @@ def unicode_variants(ref: str, question: str | None, rng: random.Random) -> list
         out.append(Variant(ref[:m.start(2)].rstrip() + " " + _SQUARE_UNITS[m.group(2)] + ref[m.end(2):], "unicode",
                            "preserve", "square unit"))
     if " " in ref.strip():
-        out.append(Variant(ref.replace(" ", rng.choice(["\u00a0", "\u202f"]), 1), "unicode", "preserve", "no-break space"))
+        spaced = ref.replace(" ", rng.choice(["\u00a0", "\u202f"]), 1)
+        out.append(Variant(spaced, "unicode", "preserve", "no-break space"))
     if "?" not in ref:
         out.append(Variant(ref.rstrip(".") + "\u037e", "unicode", "flip", "Greek question mark"))
     digits = [i for i, ch in enumerate(ref) if ch.isdigit()]

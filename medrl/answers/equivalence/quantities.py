@@ -173,15 +173,16 @@ def describe(qs: list[Quantity]) -> str:
 
 
 # ---------------------------------------------------------------- ordinals are not counts
-_CARDINAL_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+#: number words and ordinal words, zero to twelve (the one copy the answer package reads)
+CARDINAL_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
                    "twelve")
-_ORDINAL_WORDS = ("zeroth", "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
+ORDINAL_WORDS = ("zeroth", "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
                   "tenth", "eleventh", "twelfth")
 _ROMAN_VALUES = {"i": 1, "ii": 2, "iii": 3, "iv": 4, "v": 5, "vi": 6, "vii": 7, "viii": 8, "ix": 9, "x": 10}
-_SPINE_ORDINAL = re.compile(r"\b(?:\d{1,2}(?:st|nd|rd|th)|" + "|".join(_ORDINAL_WORDS[1:]) + r")\s+"
+_SPINE_ORDINAL = re.compile(r"\b(?:\d{1,2}(?:st|nd|rd|th)|" + "|".join(ORDINAL_WORDS[1:]) + r")\s+"
                             r"(?:cervical|thoracic|dorsal|lumbar|sacral)\b")
 _ORDINAL_DIGITS = re.compile(r"(?<![\w.])(\d{1,3})\s?(?:st|nd|rd|th)(?![a-z])")
-_ORDINAL_WORD = re.compile(r"\b(" + "|".join(_ORDINAL_WORDS) + r")\b")
+_ORDINAL_WORD = re.compile(r"\b(" + "|".join(ORDINAL_WORDS) + r")\b")
 # a position named by the number after its structure: "rib 5", "ventricle IV", "ribs 3 and 4"
 _POSITION_NUMBER = r"(?:\d{1,2}|" + "|".join(sorted(_ROMAN_VALUES, key=len, reverse=True)) + r")\b"
 _NAMED_POSITION = re.compile(r"\b(?:ribs?|ventricles?)\s+(" + _POSITION_NUMBER + r"(?:\s*(?:,|and|&|-|to)\s*"
@@ -192,7 +193,7 @@ _LABEL = re.compile(r"\b(?:grade|stage|type|class|level|gleason|bi-?rads|tirads|
                     r"(?:\d{1,2}|[ivx]{1,4})\b|\b[a-z]+\d+[a-z\d]*\b")
 _DECIMAL = re.compile(r"(?<![\w.])\d*\.\d+")
 _CARDINAL_DIGITS = re.compile(r"(?<![\w.])(\d+)(?!\d)(?!\.\d)")  # "5", "5mm"
-_CARDINAL_WORD = re.compile(r"\b(" + "|".join(_CARDINAL_WORDS) + r")\b")
+_CARDINAL_WORD = re.compile(r"\b(" + "|".join(CARDINAL_WORDS) + r")\b")
 
 
 def number_forms(text: str | None) -> dict[int, frozenset[str]]:
@@ -214,14 +215,14 @@ def number_forms(text: str | None) -> dict[int, frozenset[str]]:
     take(_DECIMAL, "", lambda m: None)
     take(_SPINE_ORDINAL, "", lambda m: None)
     take(_ORDINAL_DIGITS, "ordinal", lambda m: int(m.group(1)))
-    take(_ORDINAL_WORD, "ordinal", lambda m: _ORDINAL_WORDS.index(m.group(1)))
+    take(_ORDINAL_WORD, "ordinal", lambda m: ORDINAL_WORDS.index(m.group(1)))
     for m in _NAMED_POSITION.finditer(t):
         for part in _POSITION_PART.findall(m.group(1)):
             forms.setdefault(int(part) if part.isdigit() else _ROMAN_VALUES[part], set()).add("ordinal")
     t = _NAMED_POSITION.sub(" ", t)
     take(_LABEL, "", lambda m: None)
     take(_CARDINAL_DIGITS, "cardinal", lambda m: int(m.group(1)))
-    take(_CARDINAL_WORD, "cardinal", lambda m: _CARDINAL_WORDS.index(m.group(1)))
+    take(_CARDINAL_WORD, "cardinal", lambda m: CARDINAL_WORDS.index(m.group(1)))
     return {v: frozenset(k) for v, k in forms.items()}
 
 

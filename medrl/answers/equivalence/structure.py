@@ -29,7 +29,7 @@ from medrl.answers.clinical.mismatch import group_values
 from medrl.answers.clinical.negation_terms import alternation, terms
 from medrl.answers.clinical.qualifiers import qualifier_kind
 from medrl.answers.equivalence.normalise import normalise
-from medrl.answers.equivalence.quantities import Quantity, quantities
+from medrl.answers.equivalence.quantities import CARDINAL_WORDS, ORDINAL_WORDS, Quantity, quantities
 
 #: mismatch groups that say *where*: every one the reference names must be in the answer
 LOCATION_GROUPS = ("side", "vertical position", "superior/inferior", "anterior/posterior", "medial/lateral",
@@ -55,11 +55,7 @@ _BOTH_SIDES = re.compile(r"(?<![\w/])(?:b/l|bilat)(?![\w/])\.?", re.IGNORECASE)
 _ANSWER_LEAD = re.compile(r"(?:the\s+)?(?:final\s+)?answer(?:\s+is)?:?")
 _ZERO_TRAILING = re.compile(r"^(?P<x>[^a-z]*[a-z].*?)\s*[:=]\s*0\s*[.!]*$")
 _AFFIRM_TRAILING = re.compile(r"^(?P<x>[^a-z]*[a-z].*?)\s*[:=(\[,;-]\s*(?:yes|present|positive|true|seen)\s*[)\]]?\s*[.!]*$")
-_NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
-                 "twelve")
-_ORDINAL_WORDS = ("zeroth", "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
-                  "tenth", "eleventh", "twelfth")
-_NUMBER_WORD = re.compile(r"(?<![\w-])(" + "|".join(_NUMBER_WORDS + _ORDINAL_WORDS[1:]) + r")(?![\w-])(?!\s+of\b)")
+_NUMBER_WORD = re.compile(r"(?<![\w-])(" + "|".join(CARDINAL_WORDS + ORDINAL_WORDS[1:]) + r")(?![\w-])(?!\s+of\b)")
 _ORDINAL = re.compile(r"\b(\d+)(?:st|nd|rd|th)\b")
 #: organ enlargement words read as organ + "enlargement" ("Liver, enlarged" = "hepatomegaly")
 MEGALY = {"hepatomegaly": "liver", "splenomegaly": "spleen", "cardiomegaly": "heart", "nephromegaly": "kidney"}
@@ -118,7 +114,7 @@ def expand_sides(text: str) -> str:
 
 def _number_word(m: re.Match) -> str:
     w = m.group(1)
-    return str(_NUMBER_WORDS.index(w)) if w in _NUMBER_WORDS else str(_ORDINAL_WORDS.index(w))
+    return str(CARDINAL_WORDS.index(w)) if w in CARDINAL_WORDS else str(ORDINAL_WORDS.index(w))
 
 
 @dataclass(frozen=True)
