@@ -154,9 +154,10 @@ def _trailing_problem(trailing: str, answer: str) -> str | None:
         return None
     from medrl.answers.clinical.lexicon import canonical_text
     from medrl.answers.equivalence.compare import exact_key
+    from medrl.answers.equivalence.normalise import unwrap_markup
     from medrl.answers.rewrites import strip_frames
 
-    again = strip_frames(rest, answer)
+    again = strip_frames(unwrap_markup(rest), answer)  # "**Final answer:** X"
     if exact_key(again) == exact_key(answer) or canonical_text(again) == canonical_text(answer):
         return None  # the answer restated
     return f"{TEXT_AFTER_ANSWER}: {' '.join(rest.split())[:60]!r} after the answer block"

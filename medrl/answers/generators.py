@@ -78,7 +78,8 @@ def completion_variants(ref: str, question: str | None, rng: random.Random) -> l
         f"{t}<answer>{ref}</answer>" + rng.choice(["\n", "  \n\n", "<|im_end|>", "</s>", "<|eot_id|>", "."]),
         f"{t}<answer>{ref}</answer>\n" + rng.choice(["I hope this helps.", "Let me know if you need anything else.",
                                                       "Thank you!", "I am confident."]),
-        f"{t}<answer>{ref}</answer>\n" + rng.choice([f"The answer is {ref}.", f"Final answer: {ref}", f"{ref}."]),
+        f"{t}<answer>{ref}</answer>\n" + rng.choice([f"The answer is {ref}.", f"Final answer: {ref}", f"{ref}.",
+                                                      f"**Final answer:** {ref}"]),
         f"{_REASONING}</think><answer>{ref}</answer>",
         f"{rng.choice(['< THINK >', '<Think>', '<think >'])}{_REASONING}{rng.choice(['</ think>', '</THINK>'])}"
         f"{rng.choice(['< answer >', '<ANSWER>'])}{ref}{rng.choice(['</ answer>', '</Answer>'])}",

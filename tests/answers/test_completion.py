@@ -86,6 +86,7 @@ def test_a_completion_with_more_than_one_answer_has_none(text, reason):
     f"{T}<answer>Liver</answer>\n\n", f"{T}<answer>Liver</answer><|im_end|>", f"{T}<answer>Liver</answer></s>",
     f"{T}<answer>Liver</answer>.", f"{T}<answer>Liver</answer>\nI hope this helps!",
     f"{T}<answer>Liver</answer>\nThe answer is liver.", f"{T}<answer>Liver</answer> Final answer: Liver",
+    f"{T}<answer>Liver</answer>\n\n**Final answer:** Liver",
     "The finding is in the liver.</think><answer>Liver</answer>",  # the opening tag was in the prompt
     "<thinking>The liver.</thinking><answer>Liver</answer>", "< THINK >r</ think>< answer >Liver</ ANSWER >",
 ])
