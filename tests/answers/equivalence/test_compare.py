@@ -262,7 +262,6 @@ def test_negation_shapes_read_in_linear_time():
         text = "the liver is normal and " * (n // 24) + ": no"
         best = float("inf")
         for _ in range(5):
-            gc.collect()
             gc.disable()  # a collection is no cost of the regexes
             try:
                 t0 = time.perf_counter()
