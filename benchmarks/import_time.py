@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     repeats = 1 if args.smoke else args.repeats
     empty = timed("pass", repeats)
-    medrl = timed("import medrl, medrl.parsing, medrl.judges, medrl.cli", repeats)
+    medrl = timed("import medrl, medrl.answers.completion, medrl.judges, medrl.cli", repeats)
     torch = timed("import torch", repeats)
     print(f"python start-up      {empty:.3f} s")
     print(f"import medrl         {medrl:.3f} s  (target < 2 s; {medrl - empty:.3f} s over start-up)")

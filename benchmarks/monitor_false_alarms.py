@@ -8,7 +8,7 @@ trainer hook's code minus the trainer):
   reference judge (:func:`medrl.rewards.correctness.correctness_column`, mode auto: the
   ``correct`` column of recipes such as ``capo_grpo``). Answers come from each record's pool:
   its reference, the meaning-preserving and meaning-flipping variants of
-  :mod:`medrl.metamorphic`, and the references of two other records of the same question type.
+  :mod:`medrl.answers.variants`, and the references of two other records of the same question type.
   Each prompt draws its rollouts from its pool with Dirichlet(0.5) weights, so a prompt repeats
   answers as a policy does.
 - ``labels``: the hand-labelled judge set (``medrl/judges/labels/judge_dev.jsonl``, candidate
@@ -58,7 +58,7 @@ def completion(answer: str) -> str:
 
 def reference_pools(records, seed: int = 0) -> dict[str, list[str]]:
     """Per record id: its reference, its metamorphic variants and two same-type distractors."""
-    from medrl.metamorphic import variants
+    from medrl.answers.variants import variants
 
     rng = random.Random(seed)
     by_type: dict[str, list[str]] = {}

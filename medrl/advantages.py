@@ -321,7 +321,7 @@ def mrpo_token_advantages(
         step_valid: B lists of K_i step validities R_proc(r_k) (bools, 0/1 or StepVerdicts);
             ``None`` for a rollout without verdicts (it keeps A_i everywhere).
         step_token_spans: B lists of K_i token spans [start, end) into the completion tokens
-            (from :func:`medrl.parsing.step_token_spans`); within a rollout they must not
+            (from :func:`medrl.answers.completion.step_token_spans`); within a rollout they must not
             overlap; ``None`` like above.
         num_tokens: T, the completion length (``completion_ids.shape[1]``).
 

@@ -22,9 +22,13 @@ class ParsedResponse:
     ``modality``  text before the first ``<think>`` (stripped), or None when there is none.
     ``reasoning`` text inside ``<think>...</think>``, or None when the block is absent.
     ``answer``    text inside ``<answer>...</answer>``, or None when the block is absent.
-    ``well_formed`` the strict format check of the papers (see :func:`medrl.parsing.is_well_formed`).
+    ``well_formed`` the strict format check of the papers (see :func:`medrl.answers.completion.is_well_formed`).
     ``reasoning_span`` / ``answer_span``: ``(start, end)`` character offsets of the stripped
     reasoning / answer inside the original text, so steps can be mapped back to tokens.
+    ``answer_problem``: why a completion that writes an answer has none (more than one answer
+    block, an answer inside the reasoning, text after the answer that states another: the
+    completion is read whole, :func:`medrl.answers.completion.parse_response`), as
+    ``"<reason>: <detail>"``; ``answer`` is then None. None when the answer (or its absence) is plain.
     """
 
     modality: str | None
@@ -33,6 +37,7 @@ class ParsedResponse:
     well_formed: bool
     reasoning_span: tuple[int, int] | None = None
     answer_span: tuple[int, int] | None = None
+    answer_problem: str | None = None
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ HEAVY = ("torch", "transformers", "trl", "datasets", "sklearn", "sentence_transf
 def test_import_loads_no_heavy_library():
     """`import medrl` stays fast because heavy libraries load lazily (timing: benchmarks/import_time.py)."""
     code = (
-        "import sys, medrl, medrl.parsing, medrl.types, medrl.judges, medrl.common.modality, medrl.cli; "
+        "import sys, medrl, medrl.answers.completion, medrl.types, medrl.judges, medrl.common.modality, medrl.cli; "
         f"print([m for m in {HEAVY!r} if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -1,9 +1,24 @@
-"""What an answer means against its reference: the one decision every path calls.
+"""A completion's answer: read whole, then decided once, the same way on every path.
 
-Layer: above :mod:`medrl.clinical` and :mod:`medrl.equivalence`, below the judges, the rewards
-and evaluation. Public API: :func:`decide` (the decision), :func:`override` (the part that may
-override an LLM judge), :class:`Decision`, :class:`Verdict`, :class:`Reason` (an enum: callers
-compare members, never reason strings).
+One package for everything about an answer (layer: below the judges, the rewards, data and
+evaluation; above the small shared modules). Its modules, from the top:
+
+- :mod:`~medrl.answers.completion`: a completion read whole - the rollout format, the one answer
+  (or why there is none), the reasoning steps and their token spans;
+- :mod:`~medrl.answers.decide`: the one answer decision, :func:`decide`, and its LLM-judge tier
+  :func:`override`; :mod:`~medrl.answers.verdict`: :class:`Decision`, :class:`Verdict` and the
+  :class:`Reason` enum (callers compare members, never reason strings);
+- :mod:`~medrl.answers.equivalence`: answers compared by meaning (normalisation, quantities, the
+  word structure, the hard mismatch);
+- :mod:`~medrl.answers.guard`: answer shapes that can never be correct (empty, padding, lists,
+  hedges, injections, ...);
+- :mod:`~medrl.answers.clinical`: the lexicon, qualifier and negation data files, negation scopes
+  and category mismatches;
+- :mod:`~medrl.answers.variants` and :mod:`~medrl.answers.attacks`: listed and generated
+  meaning-preserving / meaning-flipping answers that test the decision.
+
+Public API: :func:`decide`, :func:`override`, :func:`grading_refusal` (the graders' refusal),
+:class:`Decision`, :class:`Verdict`, :class:`Reason`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Generated attacks on the answer decision: random variants of a reference, labelled by meaning.
 
-Where :mod:`medrl.metamorphic` lists variant kinds, this module *generates* them from a random
+Where :mod:`medrl.answers.variants` lists variant kinds, this module *generates* them from a random
 source, so a new shape is met by chance rather than by a list:
 
 - ``symbol``: a character of a random Unicode general category (symbols, punctuation, marks,
@@ -71,9 +71,9 @@ def _category_chars(cat: str) -> tuple[str, ...]:
 def _ascii_safe(ch: str) -> bool:
     """A character whose insertion could keep the meaning (an ASCII letter/digit/space or a
     listed punctuation mark, or a look-alike that folds to one): not an 'unknown symbol' attack."""
-    from medrl.equivalence.normalise import CLOSED_PUNCTUATION, fold_confusables
+    from medrl.answers.equivalence.normalise import CLOSED_PUNCTUATION, fold_confusables
 
-    from medrl.equivalence.normalise import _NEG_MARKS, _POS_MARKS
+    from medrl.answers.equivalence.normalise import _NEG_MARKS, _POS_MARKS
 
     if ch.isspace() or ch in _POS_MARKS or ch in _NEG_MARKS:
         return True  # whitespace is a listed change; ✓ / ✗ marks are read (an affirmation, a negation)
@@ -84,14 +84,14 @@ def _ascii_safe(ch: str) -> bool:
 
 @lru_cache(maxsize=1)
 def lexicon_words() -> tuple[str, ...]:
-    from medrl.clinical.lexicon import load_lexicon
+    from medrl.answers.clinical.lexicon import load_lexicon
 
     return tuple(sorted({v for v, _c, _k in load_lexicon() if " " not in v and v.isalpha()}))
 
 
 @lru_cache(maxsize=1)
 def qualifier_words() -> tuple[str, ...]:
-    from medrl.clinical.qualifiers import load_qualifiers
+    from medrl.answers.clinical.qualifiers import load_qualifiers
 
     return tuple(sorted(load_qualifiers()))
 
@@ -112,7 +112,7 @@ def english_words() -> tuple[str, ...]:
 @lru_cache(maxsize=1)
 def abbreviations() -> dict[str, list[str]]:
     """canonical term -> its abbreviations in the lexicon ("right upper lobe" -> ["rul"])."""
-    from medrl.clinical.lexicon import load_lexicon
+    from medrl.answers.clinical.lexicon import load_lexicon
 
     out: dict[str, list[str]] = {}
     for v, c, k in load_lexicon():
@@ -142,8 +142,8 @@ def symbol_attack(ref: str, rng: random.Random) -> Attack:
 
 
 def word_attack(ref: str, rng: random.Random) -> Attack | None:
-    from medrl.clinical.lexicon import content_tokens
-    from medrl.clinical.qualifiers import qualifier_kind
+    from medrl.answers.clinical.lexicon import content_tokens
+    from medrl.answers.clinical.qualifiers import qualifier_kind
 
     source = rng.choice(("lexicon", "english", "english"))
     words = lexicon_words() if source == "lexicon" else english_words()
@@ -166,9 +166,9 @@ def frame_attack(ref: str, rng: random.Random) -> Attack:
 
 
 def consistent_attack(ref: str, rng: random.Random) -> Attack | None:
-    from medrl.clinical.lexicon import content_tokens
+    from medrl.answers.clinical.lexicon import content_tokens
 
-    from medrl.equivalence.decide import FINDINGS
+    from medrl.answers.equivalence.compare import FINDINGS
 
     ref_tokens = set(content_tokens(ref))
     pool = sorted(FINDINGS - ref_tokens)

@@ -6,26 +6,37 @@ Every path that asks "is this answer correct?" calls :func:`decide` - the reward
 this decision), evaluation scoring, the monitor and the reward audit. Order:
 
 1. no reference: only the reference-free shape rules of the guard apply (else undecided);
-2. a multiple-choice record: a one-character answer is an option label, right or wrong;
-3. the listed rewrites of the answer, and only these: a sentence frame around the answer
-   ("Impression: X", "The organ is X.", "Answer: X"), a type word after it ("Black in color",
-   "Axial slice"), a parenthesis restating it ("IVC (inferior vena cava)", "2 (two)");
-4. the hard mismatch (:func:`medrl.equivalence.hard_mismatch`: the guard's shapes, then
+2. an answer that holds think/answer tags: a completion with no one answer
+   (:func:`medrl.answers.completion.answer_problem`: two answer blocks, an answer inside the
+   reasoning, text after the answer) -> wrong with that reason, else a stray tag;
+3. padding by length, before anything parses the answer (linear in the answer);
+4. a multiple-choice record: a one-character answer is an option label, right or wrong;
+5. the listed rewrites of the answer, and only these (:mod:`medrl.answers.rewrites`: sentence
+   frames, emphasis, a type word after it, "w/"), and a parenthesis restating it ("IVC
+   (inferior vena cava)", "2 (two)");
+6. the hard mismatch (:func:`medrl.answers.equivalence.hard_mismatch`: the guard's shapes, then
    contradictions) -> wrong; another organ named as a landmark ("the large organ under the right
    hemidiaphragm") is not a contradiction -> undecided;
-5. default-deny normalisation: a character no listed normalisation explains
-   (:func:`medrl.equivalence.normalise.unknown_characters`) -> undecided; an ordinal for a count
-   or the other way round ("1st" for "one") -> undecided;
-6. a reference that is a number or count is compared by its number: the same number, with at most
+7. default-deny normalisation: a character no listed normalisation explains
+   (:func:`medrl.answers.equivalence.normalise.unknown_characters`) -> undecided; a number
+   written as an ordinal on one side and a count on the other ("4 ventricles" for "4th
+   ventricle", "1st" for "one") -> undecided, before any identity;
+8. a reference that is a number or count is compared by its number: the same number, with at most
    a type word the question uses ("2 kidneys" for "How many kidneys?") -> correct; "None" for
-   "0" -> correct; an answer that gives no number ("See image", "Present") -> undecided;
-7. :func:`medrl.equivalence.equivalent` (exact, lexicon, polarity, none-found, list, structure)
-   -> correct, except an image qualifier (view, plane, sequence, contrast) on a reference that
-   names no image, which is ``MORE_SPECIFIC``; what it cannot settle is undecided: the whole
-   reference plus unread words (``UNKNOWN_WORD``: "X-like", "consider X", "formerly X",
-   "X WNL"), plus a landmark preposition (``LANDMARK``: "above X"), plus a place or structure that
-   is not one lexicon term with the reference (``MORE_SPECIFIC``: "left lung, upper zone"; "pleural
-   effusion" for "effusion" stays ``OPEN``), or an open paraphrase (``OPEN``).
+   "0" (after the guard and the hard mismatch, like every answer) -> correct; an answer that
+   gives no number ("See image", "Present") -> undecided;
+9. :func:`medrl.answers.equivalence.equivalent` (exact, lexicon, polarity, none-found, list,
+   structure) -> correct, except an image qualifier (view, plane, sequence, contrast) on a
+   reference that names no image, which is ``MORE_SPECIFIC``; what it cannot settle is
+   undecided: the whole reference plus unread words (``UNKNOWN_WORD``: "X-like", "consider X",
+   "formerly X", "X WNL"), plus a landmark preposition (``LANDMARK``: "above X"), plus a place or
+   structure that is not one lexicon term with the reference (``MORE_SPECIFIC``: "left lung,
+   upper zone"; "pleural effusion" for "effusion" stays ``OPEN``), or an open paraphrase
+   (``OPEN``);
+10. a correct answer that is not the reference by identity must account for every word the
+    structure does not read (:func:`medrl.answers.words.unaccounted`): a tense or modal word
+    ("X was present", "had X") is ``UNKNOWN_WORD``, a relation word on one side only ("under"
+    for "on") is ``RELATION``, both undecided.
 
 Undecided is not correct for the offline reference judge, and a question for an LLM judge.
 """
@@ -37,9 +48,10 @@ import unicodedata
 from functools import lru_cache
 
 from medrl.answers.verdict import (
+    CERTAIN_SHAPES,
     CONTRADICTIONS,
     IDENTITY,
-    SHAPE_REASONS,
+    SUSPECT,
     Decision,
     Reason,
     Verdict,
@@ -49,47 +61,46 @@ from medrl.answers.verdict import (
     wrong,
 )
 
-_FRAMES = (
-    re.compile(r"^(?:impression|findings?|answer|final answer|diagnosis|dx|conclusion)\s*:\s*(?P<x>\S.*)$", re.I),
-    re.compile(r"^(?:the\s+)?(?:organ|structure|finding|abnormality|modality|imaging modality|plane|image plane|"
-               r"answer|final answer|diagnosis|location|lesion|color|colour|shape|size|number|count|side|level|"
-               r"view|sequence|part|region|organ shown|organ system|body part)\s+(?:shown\s+|seen\s+)?"
-               r"(?:is|are|was|were)\s*:?\s+(?P<x>\S.*)$", re.I),
-    re.compile(r"^(?:it|this|that)\s+(?:is|was)\s+(?P<x>\S.*)$", re.I),
-)
-#: a type word after the answer that agrees with a colour / shape / plane reference
-_TYPE_SUFFIX = re.compile(r"^(?P<x>.*?\S)\s*,?\s+(?:in\s+colou?r|colou?red|in\s+shape|shaped|in\s+appearance|"
-                          r"slice|section|cut|image)$", re.I)
 _RESTATED = re.compile(r"^(?P<x>[^()]*\S)\s*\((?P<y>[^()]+)\)$")
-_ORDINAL = re.compile(r"(?<![\w])(?:\d+\s*(?:st|nd|rd|th)|first|second|third|fourth|fifth|sixth|seventh|eighth|"
-                      r"ninth|tenth|eleventh|twelfth)(?![\w])", re.I)
+_TAG = re.compile(r"<\s*/?\s*(?:think(?:ing)?|answer)\s*>", re.I)
+_DECIMAL_COMMA = re.compile(r"\d,\d")
 _LANDMARK = re.compile(r"\b(?:under|below|above|beneath|underneath|near|next to|adjacent to|behind|in front of|"
                        r"beside|between|along|within|inside|posterior to|anterior to|lateral to|medial to|"
                        r"superior to|inferior to|over|around|abutting|surrounding)\b", re.I)
-_WITHOUT = re.compile(r"(?<![\w/])w/o(?![\w/])\s*", re.I)
-_WITH = re.compile(r"(?<![\w/])w/(?![\w/])\s*", re.I)
-_OPTION = re.compile(r"^\(?\s*(?:option\s+)?([A-Za-z0-9])\s*[).:]?(?:\s|$)", re.I)
+# an option label in a multiple-choice reference: "(B) ...", "B) ...", "B. ...", "B: ...", "Option B ..."
+_OPTION = re.compile(r"^(?:\(\s*([A-Za-z0-9])\s*\)|option\s+([A-Za-z0-9])\b|([A-Za-z0-9])\s*[).:](?:\s|$))", re.I)
 
 
 def option_label_match(label: str, reference: str) -> bool:
-    """A one-character answer against a multiple-choice reference: the same character, or the
-    reference's option label ("B" for "B", "Option B", "(B) Pneumonia", "B. Pneumonia")."""
-    from medrl.answer_guard import strip_answer
-    from medrl.clinical.lexicon import canonical_text
+    """A one-character answer against a reference: the same character, the reference's option
+    label ("B" for "B", "Option B", "(B) Pneumonia", "B. Pneumonia"; never the first letter of a
+    word: "R" is no label of "R frontal lobe"), or what the decision pays a one-character answer
+    without options ("R" for "Right", "2" for "two"), so evaluation grades letters as training
+    decides them."""
+    from medrl.answers.guard import strip_answer
+    from medrl.answers.clinical.lexicon import canonical_text
 
     ref = strip_answer(reference)
     if label.casefold() == ref.casefold() or canonical_text(label) == canonical_text(ref):
         return True
     m = _OPTION.match(ref)
-    return bool(m) and m.group(1).casefold() == label.casefold()
+    if m and next(g for g in m.groups() if g).casefold() == label.casefold():
+        return True
+    return _decide(label, reference, None, False).verdict is Verdict.CORRECT  # "R" for "Right", "2" for "two"
 
 
 def nfkc_letters_digits(text: str) -> str:
     """NFKC on letters and digits only (math-bold "𝟐" -> "2", fullwidth "Ｌ" -> "L"): a character
-    whose NFKC form is not one ASCII letter or digit is kept as written."""
+    whose NFKC form is not one ASCII letter or digit is kept as written, and so is a superscript,
+    subscript, circled or fraction character ("3²" is not "32"; :data:`UNSAFE_COMPAT
+    <medrl.answers.equivalence.normalise.UNSAFE_COMPAT>`)."""
+    from medrl.answers.equivalence.normalise import UNSAFE_COMPAT
+
+    if text.isascii():
+        return text
     out = []
     for ch in text:
-        if not ch.isascii() and ch.isalnum():
+        if not ch.isascii() and ch.isalnum() and not unicodedata.decomposition(ch).startswith(UNSAFE_COMPAT):
             n = unicodedata.normalize("NFKC", ch)
             out.append(n if len(n) == 1 and n.isascii() and n.isalnum() else ch)
         else:
@@ -97,34 +108,10 @@ def nfkc_letters_digits(text: str) -> str:
     return "".join(out)
 
 
-def _shorthand(text: str) -> str:
-    """Radiologists' slash shorthand: "w/" -> "with", "w/o" -> "without" (never a list separator)."""
-    return _WITHOUT.sub("without ", _WITH.sub("with ", text))
-
-
-def _frames(answer: str, reference: str) -> str:
-    """The answer without the listed frames (never a frame the reference itself is written in)."""
-    from medrl.answer_guard import strip_answer
-
-    text = strip_answer(answer)
-    for _ in range(2):
-        before = text
-        for pat in _FRAMES:
-            m = pat.match(text)
-            if m and not pat.match(strip_answer(reference)):
-                text = strip_answer(m.group("x"))
-        m = _TYPE_SUFFIX.match(text)
-        if m and not _TYPE_SUFFIX.match(strip_answer(reference)):
-            text = strip_answer(m.group("x"))
-        if text == before:
-            break
-    return text
-
-
 def _restatement(answer: str, reference: str, question: str | None) -> str:
     """"X (Y)" -> "X" when Y says the same as X by identity ("IVC (inferior vena cava)", "2 (two)")."""
-    from medrl.equivalence import equivalent
-    from medrl.equivalence.structure import read
+    from medrl.answers.equivalence import equivalent
+    from medrl.answers.equivalence.structure import read
 
     m = _RESTATED.match(answer)
     if not m:
@@ -142,7 +129,7 @@ def _restatement(answer: str, reference: str, question: str | None) -> str:
 
 def _count_reference(reference: str) -> bool:
     """A number or count reference ("2", "one", "3.4 cm") with no concept word."""
-    from medrl.equivalence.structure import read
+    from medrl.answers.equivalence.structure import read
 
     r = read(reference)
     return bool(r.quantities) and not [w for w in r.words if r.qualifiers.get(w) != "filler"]
@@ -153,12 +140,31 @@ _TYPE_WORD_REASONS = (Reason.SECOND_FINDING, Reason.OTHER_ORGAN, Reason.OTHER_ST
 
 def _only_question_words(answer: str, question: str | None) -> bool:
     """Every word of the answer is a number, a filler or a word of the question."""
-    from medrl.equivalence.structure import read
+    from medrl.answers.equivalence.structure import read
 
     if not question:
         return False
     a, q = read(answer), set(read(question).words)
     return bool(a.quantities) and all(w in q or a.qualifiers.get(w) == "filler" for w in a.words)
+
+
+_HOW_MANY = re.compile(r"\bhow\s+many\b", re.I)
+
+
+def _zero_number(text: str) -> bool:
+    """The answer's numbers are all 0 ("0", "Zero", "0 masses")."""
+    from medrl.answers.equivalence.structure import read
+
+    qs = read(text).quantities
+    return bool(qs) and all(q.low == 0 == q.high for q in qs)
+
+
+def _says_none(reference: str) -> bool:
+    """A reference that says nothing is there ("None", "No masses")."""
+    from medrl.answers.equivalence.compare import _is_null
+    from medrl.answers.equivalence.structure import read
+
+    return _is_null(read(reference))
 
 
 _IMAGE_KINDS = frozenset({"view", "plane", "sequence", "contrast"})
@@ -168,7 +174,7 @@ def _image_qualifier_on_a_finding(reference: str, answer: str) -> bool:
     """The answer adds a view, plane, sequence or contrast word to a reference that names no
     modality and no such word ("Diverticulitis, Posterior-Anterior, Axial plane"): those
     qualifiers describe an image, not a finding."""
-    from medrl.equivalence.structure import read
+    from medrl.answers.equivalence.structure import read
 
     r, a = read(reference), read(answer)
     if r.modalities or set(r.qualifiers.values()) & _IMAGE_KINDS:
@@ -176,24 +182,45 @@ def _image_qualifier_on_a_finding(reference: str, answer: str) -> bool:
     return any(k in _IMAGE_KINDS and w not in r.words for w, k in a.qualifiers.items())
 
 
-def _zero_for_zero(reference: str, answer: str) -> bool:
-    """"None" / "Zero" / "No masses" for the count 0. A bare polarity word ("No", "Nope") is a
-    yes/no answer, not a count: it would pay an answer of "no" to every "how many" question whose
-    count is zero, so it is left to the guard (a yes/no answer to an open question)."""
-    from medrl.answer_guard import strip_answer, yes_no
-    from medrl.equivalence.decide import _is_null
-    from medrl.equivalence.structure import read
+def _zero_count(reference: str) -> bool:
+    """A count reference of 0 ("0", "zero")."""
+    from medrl.answers.equivalence.structure import read
+
+    r = read(reference)
+    return _count_reference(reference) and all(q.low == 0 == q.high for q in r.quantities)
+
+
+def _zero_for_zero(reference: str, answer: str, question: str | None) -> bool:
+    """"None" / "No masses" for the count 0 (called after the guard and the hard mismatch, so
+    "Maybe none", "None?", "None" with a hidden character or an injection never get here). What
+    it denies must be what the question counts ("Pneumothorax: 0" for "How many masses?" names
+    something else). A bare polarity word ("No", "Nope") is a yes/no answer, not a count: the
+    guard refuses it (a yes/no answer to an open question)."""
+    from medrl.answers.equivalence.compare import _is_null
+    from medrl.answers.equivalence.structure import read
+    from medrl.answers.guard import strip_answer, yes_no
 
     bare = strip_answer(answer).strip(" .!").casefold()
     if yes_no(bare) is not None and len(bare.split()) == 1:
         return False
-    r, a = read(reference), read(answer)
-    return all(q.low == 0 == q.high for q in r.quantities) and not a.quantities and _is_null(a)
+    a = read(answer)
+    if a.quantities or not _is_null(a):
+        return False
+    q_words = set(read(question or "").words)
+    named = [w for w in a.words if a.qualifiers.get(w) is None and w not in q_words and w not in _null_words()]
+    return not named
+
+
+@lru_cache(maxsize=1)
+def _null_words() -> frozenset[str]:
+    from medrl.answers.clinical.negation_terms import terms
+
+    return frozenset(terms("null"))
 
 
 def _count_decision(reference: str, answer: str, question: str | None) -> Decision:
-    from medrl.equivalence.quantities import same_quantities
-    from medrl.equivalence.structure import read
+    from medrl.answers.equivalence.quantities import same_quantities
+    from medrl.answers.equivalence.structure import read
 
     r, a = read(reference), read(answer)
     if not a.quantities:
@@ -213,23 +240,63 @@ _BASIS = {"exact": Reason.EXACT, "lexicon": Reason.LEXICON, "polarity": Reason.Y
 
 @lru_cache(maxsize=65536)
 def _decide(answer: str, reference: str | None, question: str | None, multiple_choice: bool) -> Decision:
-    from medrl.answer_guard import guard_answer, strip_answer
-    from medrl.equivalence import equivalent, hard_mismatch
-    from medrl.equivalence.normalise import unknown_characters
+    d = _decide_steps(answer, reference, question, multiple_choice)
+    if d.verdict is Verdict.CORRECT and d.reason not in IDENTITY:
+        return _every_word(d, answer, reference, question)
+    return d
+
+
+def _every_word(d: Decision, answer: str, reference: str, question: str | None) -> Decision:
+    """Step 10: a correct answer (not by identity) accounts for every word the structure does not read."""
+    from medrl.answers.words import unaccounted
+
+    why = unaccounted(reference, rewrite(answer, reference, question), question)
+    if why is None:
+        return d
+    kind, words = why
+    if kind == "relation":
+        return undecided(Reason.RELATION, f"a relation word on one side only: {', '.join(words)} ({d})")
+    return undecided(Reason.UNKNOWN_WORD, f"words the structure does not read: {', '.join(words)} ({d})")
+
+
+def rewrite(answer: str, reference: str, question: str | None = None) -> str:
+    """``answer`` after the listed rewrites (:mod:`medrl.answers.rewrites`: slash shorthand,
+    sentence frames, emphasis, type words, the question restated), as step 5 of :func:`decide`
+    reads it."""
+    from medrl.answers.rewrites import shorthand, strip_frames
+
+    return strip_frames(shorthand(answer), reference, question=question)
+
+
+def _decide_steps(answer: str, reference: str | None, question: str | None, multiple_choice: bool) -> Decision:
+    from medrl.answers.equivalence import equivalent, hard_mismatch
+    from medrl.answers.equivalence.normalise import normalise, unknown_characters
+    from medrl.answers.equivalence.quantities import number_form_clash
+    from medrl.answers.guard import guard_answer, strip_answer
 
     if reference is None or not reference.strip():
         why = guard_answer(answer, None, question=question, allow_one_char=multiple_choice)
         return wrong(reason_of(why), why) if why else undecided(Reason.NO_REFERENCE, "no reference answer")
+    if _TAG.search(answer) and not _TAG.search(reference):
+        from medrl.answers.completion import answer_problem
+
+        problem = answer_problem(answer)
+        if problem:
+            return wrong(reason_of(problem), problem)
+        return wrong(Reason.STRAY_TAG, "a think/answer tag inside the answer")
+    if _far_too_long(answer, reference):  # before anything parses it: linear in the answer
+        return wrong(Reason.PADDED, f"padded ({len(answer)} characters for a {len(reference)}-character reference)")
     answer = nfkc_letters_digits(answer)
     core = strip_answer(answer)
     if multiple_choice and len(core) == 1 and core.isalnum():
         if option_label_match(core, reference):
             return correct(Reason.OPTION_LABEL, "the reference's option label")
         return wrong(Reason.WRONG_OPTION, "another option label")
-    text = _restatement(_frames(_shorthand(answer), reference), reference, question) if core else answer
+    text = _restatement(rewrite(answer, reference, question), reference, question) if core else answer
     rewritten = strip_answer(text) != core
-    if _count_reference(reference) and _zero_for_zero(reference, text):
-        return correct(Reason.NONE_FOUND, "none for a count of zero")
+    if _DECIMAL_COMMA.search(text) and not _DECIMAL_COMMA.search(reference):
+        return undecided(Reason.NUMBER_FORM, "a comma between digits: a decimal comma or two numbers")
+    zero = _zero_count(reference)
     why = hard_mismatch(reference, text, question=question)
     if why and _count_reference(reference) and reason_of(why) in _TYPE_WORD_REASONS and _only_question_words(
             text, question):
@@ -238,6 +305,8 @@ def _decide(answer: str, reference: str | None, question: str | None, multiple_c
         reason = reason_of(why)
         if reason in (Reason.OTHER_ORGAN, Reason.OTHER_STRUCTURE) and _LANDMARK.search(text):
             return undecided(Reason.LANDMARK, f"an organ named as a landmark ({why})")
+        if reason in SUSPECT:  # the same number in another form: no contradiction, not identity either
+            return undecided(reason, why)
         return wrong(reason, why)
     unknown = unknown_characters(text, reference)
     if unknown:
@@ -245,20 +314,30 @@ def _decide(answer: str, reference: str | None, question: str | None, multiple_c
     foreign = _foreign_letters(reference, text)
     if foreign:
         return undecided(Reason.UNKNOWN_SYMBOL, f"letters the reference does not have: {foreign!r}")
-    if _count_reference(reference) and bool(_ORDINAL.search(text)) != bool(_ORDINAL.search(reference)):
-        return undecided(Reason.NUMBER_FORM, "an ordinal for a count, or a count for an ordinal")
+    clash = number_form_clash(normalise(reference).text.lower(), normalise(text).text.lower())
+    if clash:
+        return undecided(Reason.NUMBER_FORM, f"{'/'.join(map(str, clash))} as an ordinal on one side and a count "
+                                             f"on the other")
+    if zero and _zero_for_zero(reference, text, question):
+        return correct(Reason.NONE_FOUND, "none for a count of zero")
+    if _HOW_MANY.search(question or "") and _says_none(reference) and _zero_number(text) and _only_question_words(
+            text, question):
+        return correct(Reason.NONE_FOUND, "a count of zero for none")
     eq = equivalent(reference, text, question=question)
     if eq.verdict is True and _BASIS[eq.basis] in IDENTITY and not rewritten:
         return correct(_BASIS[eq.basis], eq.reason)
     if _count_reference(reference):
         return _count_decision(reference, text, question)
     if eq.verdict is True and eq.basis == "null":
-        from medrl.clinical.negation_terms import terms
+        from medrl.answers.clinical.negation_terms import terms
 
         unread = [w for w in _unread_words(reference, text) if w not in terms("null")]
         if unread:  # "asimen None": an unreadable word, not a null answer
             return undecided(Reason.UNKNOWN_WORD, f"words the structure cannot read: {', '.join(unread)}")
-        named = [w for w in _difference(reference, text)[1] if w not in terms("null")]
+        from medrl.answers.equivalence.structure import read
+
+        asked = set(read(question or "").words) if _HOW_MANY.search(question or "") else set()
+        named = [w for w in _difference(reference, text)[1] if w not in terms("null") and w not in asked]
         if named:  # "No pneumothorax" for "None": one finding denied is not "nothing abnormal"
             return undecided(Reason.MORE_SPECIFIC, f"names what the reference does not: {', '.join(named)}")
     if eq.verdict is True and eq.basis == "structure" and _image_qualifier_on_a_finding(reference, text):
@@ -290,7 +369,7 @@ def _foreign_letters(reference: str, text: str) -> str:
     letter, and the word reader splits a word at it ("còntrast" -> "c", "ntrast"): the letter
     would vanish from the structure and a surface metric would pay the likeness. Look-alike
     letters of other scripts are folded first (a listed normalisation)."""
-    from medrl.equivalence.normalise import normalise
+    from medrl.answers.equivalence.normalise import normalise
 
     ref = set(normalise(reference or "").text.lower()) | set(unicodedata.normalize("NFKC", reference or "").lower())
     seen = dict.fromkeys(c for c in normalise(text or "").text.lower()  # look-alike letters folded first
@@ -303,8 +382,8 @@ def _refining_words(reference: str, answer: str) -> set[str]:
     ("pleural" in "pleural effusion" for "effusion"): the lexicon names the pair as one finding.
     Any other added word - a place ("left lung, upper zone"), a structure, a side - is a more
     specific claim that a surface metric cannot check."""
-    from medrl.clinical.lexicon import content_tokens
-    from medrl.equivalence.structure import multiword_terms, read
+    from medrl.answers.clinical.lexicon import content_tokens
+    from medrl.answers.equivalence.structure import multiword_terms, read
 
     r, a = read(reference), read(answer)
     padded, ref_words = f" {a.canonical} ", set(r.concepts)  # a concept, not a place ("lower lung" for "Bottom")
@@ -315,8 +394,8 @@ def _refining_words(reference: str, answer: str) -> set[str]:
 def _difference(reference: str, answer: str) -> tuple[list[str], list[str]]:
     """Reference words the answer leaves out, and answer words (not allowed qualifiers) the
     reference does not have."""
-    from medrl.equivalence.decide import _find
-    from medrl.equivalence.structure import read
+    from medrl.answers.equivalence.compare import _find
+    from medrl.answers.equivalence.structure import read
 
     r, a = read(reference), read(answer)
     r_pool, a_pool = set(r.words), set(a.words)
@@ -330,9 +409,9 @@ def _difference(reference: str, answer: str) -> tuple[list[str], list[str]]:
 def _known_vocabulary() -> frozenset[str]:
     """Every word of the clinical lexicon (variants and canonical terms), the qualifiers and the
     mismatch groups: the words the structure can read."""
-    from medrl.clinical.lexicon import load_lexicon
-    from medrl.clinical.mismatch import _GROUPS
-    from medrl.clinical.qualifiers import load_qualifiers
+    from medrl.answers.clinical.lexicon import load_lexicon
+    from medrl.answers.clinical.mismatch import _GROUPS
+    from medrl.answers.clinical.qualifiers import load_qualifiers
 
     words = {w for v, c, _k in load_lexicon() for w in f"{v} {c}".split()}
     words |= set(load_qualifiers()) | {w for _m, table in _GROUPS.values() for t in table for w in t.split()}
@@ -343,9 +422,9 @@ def _unread_words(reference: str, answer: str) -> list[str]:
     """Words the answer adds to the reference that the structure cannot read: words outside the
     lexicon, the qualifiers and the anatomy ("like", "consider", "formerly"), and words that
     say nothing is abnormal ("WNL" = "normal") next to a finding."""
-    from medrl.clinical.negation_terms import terms
-    from medrl.equivalence.decide import _find, anatomy_words
-    from medrl.equivalence.structure import read
+    from medrl.answers.clinical.negation_terms import terms
+    from medrl.answers.equivalence.compare import _find, anatomy_words
+    from medrl.answers.equivalence.structure import read
 
     r, a = read(reference), read(answer)
     pool, known, null = set(r.words), _known_vocabulary() | anatomy_words(), set(terms("null"))
@@ -367,22 +446,86 @@ def decide(answer: str | None, reference: str | None, *, question: str | None = 
 
 def override(answer: str | None, reference: str | None, *, question: str | None = None,
              multiple_choice: bool = False) -> Decision:
-    """The part of :func:`decide` that may override an LLM judge (docs/judges.md, "Two tiers").
+    """What :func:`decide` settles before an LLM judge is asked (docs/judges.md, "Two tiers"):
+    only what is certain.
 
     Correct only by identity (exact text after the listed normalisations, the lexicon's identity,
-    an option label); wrong only for the answer's shape (the shared guard: empty, placeholder,
-    padding, injection, hedge, candidate list, ...) or an unambiguous contradiction (polarity, a
+    an option label). Wrong only when certainly wrong: a shape that no wording can make correct
+    (:data:`~medrl.answers.verdict.CERTAIN_SHAPES`: empty, placeholder, hidden characters, an
+    injection, a hedge, a yes/no to an open question, a completion with no one answer, padding
+    far beyond any answer), or - when every character and word of the answer is read
+    (:func:`read_in_full`) - a candidate list or an unambiguous contradiction (polarity, a
     laterality flip, a number or unit, another organ given as the answer). Everything else is
     undecided (``Reason.OPEN`` unless :func:`decide` was more specific): the LLM judge's call.
     """
     d = decide(answer, reference, question=question, multiple_choice=multiple_choice)
     if d.verdict is Verdict.CORRECT and d.reason in IDENTITY:
         return d
-    if d.verdict is Verdict.WRONG and (d.reason in SHAPE_REASONS or d.reason in CONTRADICTIONS):
-        return d
     if d.verdict is Verdict.UNDECIDED:
         return d
+    if d.verdict is Verdict.WRONG:
+        if d.reason is Reason.PADDED and not _far_too_long(str(answer or ""), str(reference)):
+            pass  # longer than the guard allows, but a judge can read it
+        elif d.reason is Reason.YES_NO_TO_OPEN and not _bare_yes_no(str(answer or "")):
+            pass  # "Yes, pneumothorax": the offline rules refuse the yes, a judge reads the rest
+        elif d.reason in CERTAIN_SHAPES:
+            return d
+        elif (d.reason in CONTRADICTIONS or d.reason is Reason.CANDIDATE_LIST) and read_in_full(
+                str(answer or ""), str(reference), question):
+            return d
     return undecided(Reason.OPEN, f"for the LLM judge ({d})")
+
+
+def _bare_yes_no(answer: str) -> bool:
+    """The answer is a yes/no word and nothing else ("No.", "Nope", "Yes!")."""
+    from medrl.answers.guard import is_yes_no
+
+    return is_yes_no(rewrite(answer, ""))
+
+
+def _far_too_long(answer: str, reference: str) -> bool:
+    """Longer than any answer to ``reference``: ``PADDING_FACTOR`` x its length + ``PADDING_SLACK``
+    characters (:mod:`medrl.answers.equivalence.compare`)."""
+    from medrl.answers.equivalence.compare import PADDING_FACTOR, PADDING_SLACK
+
+    return len(answer.strip()) > PADDING_FACTOR * len(reference.strip()) + PADDING_SLACK
+
+
+@lru_cache(maxsize=1)
+def _read_vocabulary() -> frozenset[str]:
+    """Every word the answer structure reads, as :func:`~medrl.answers.clinical.lexicon.all_tokens`
+    writes it: the lexicon, qualifiers, mismatch groups and anatomy (:func:`_known_vocabulary`),
+    stop, negation, filler, relation and emphasis words, units, number and ordinal words, and
+    the common findings."""
+    from medrl.answers.clinical.lexicon import STOPWORDS, all_tokens, load_lexicon
+    from medrl.answers.clinical.negation_terms import ROLES, terms
+    from medrl.answers.equivalence.compare import FINDINGS, anatomy_words
+    from medrl.answers.equivalence.quantities import CARDINAL_WORDS, ORDINAL_WORDS, UNITS
+    from medrl.answers.rewrites import EMPHASIS
+    from medrl.answers.words import FILLER, LIGHT_RELATIONS, RELATIONS
+
+    words = set(_known_vocabulary()) | anatomy_words() | STOPWORDS | FILLER | LIGHT_RELATIONS | RELATIONS
+    words |= set(FINDINGS) | set(EMPHASIS) | set(UNITS) | set(CARDINAL_WORDS) | set(ORDINAL_WORDS)
+    words |= {w for role in ROLES for term in terms(role) for w in term.lower().split() if w.isalpha()}
+    phrases = {v for v, _c, _k in load_lexicon()} | {c for _v, c, _k in load_lexicon()}
+    words |= {w for ph in phrases for w in all_tokens(ph)}
+    return frozenset(all_tokens(" ".join(sorted(words)))) | frozenset(words)
+
+
+def read_in_full(answer: str, reference: str, question: str | None = None) -> bool:
+    """Whether the structure reads every character and word of ``answer`` (after the listed
+    rewrites): no unknown symbol or foreign letter, and every word known to the lexicon, the
+    qualifiers, the anatomy, the closed word lists, or written in the reference or the question.
+    A contradiction found in an answer read only in part ("3.4 cmm", a misspelt organ) may be a
+    misreading, so it is not certain enough to refuse before an LLM judge."""
+    from medrl.answers.clinical.lexicon import all_tokens
+    from medrl.answers.equivalence.normalise import unknown_characters
+
+    text = rewrite(nfkc_letters_digits(answer), reference, question)
+    if unknown_characters(text, reference) or _foreign_letters(reference, text):
+        return False
+    known = _read_vocabulary() | set(all_tokens(reference)) | set(all_tokens(question))
+    return all(w in known or any(ch.isdigit() for ch in w) for w in all_tokens(text))
 
 
 def grading_refusal(reference: str | None, prediction: str | None, *, question: str | None = None,
@@ -392,7 +535,7 @@ def grading_refusal(reference: str | None, prediction: str | None, *, question: 
     a report (``long_form``) or no reference: the shared guard's reference-free rules. Used by every
     grader (the OpenAI judge's ``grade`` and evaluation scoring), so training and evaluation
     refuse the same answers; option labels count only for ``multiple_choice`` records."""
-    from medrl.answer_guard import guard_answer
+    from medrl.answers.guard import guard_answer
 
     if long_form or reference is None or not str(reference).strip():
         return guard_answer(prediction, reference, question=question, allow_one_char=True, long_form=long_form)

@@ -32,7 +32,7 @@ class Reason(enum.Enum):
     SAME_LIST = "same_list"              # the same list items, any order
     SAME_STRUCTURE = "same_structure"    # every word accounted for (reference plus allowed qualifiers)
     SAME_COUNT = "same_count"            # the reference's number, with a type word the question uses
-    # ---- wrong: the answer's shape (the shared guard, medrl.answer_guard)
+    # ---- wrong: the answer's shape (the shared guard, medrl.answers.guard)
     EMPTY = "empty"
     ONE_CHARACTER = "one_character"
     PLACEHOLDER = "placeholder"
@@ -45,10 +45,18 @@ class Reason(enum.Enum):
     HEDGE = "hedge"
     CANDIDATE_LIST = "candidate_list"
     WRONG_OPTION = "wrong_option"
-    # ---- wrong: the answer contradicts the reference (medrl.equivalence.hard_mismatch)
-    POLARITY = "polarity"                # a negation / yes-no / presence the reference does not make
+    REPEATED = "repeated"                # words that differ as written but are one term after the lexicon, 3 times
+    # ---- wrong: the completion, read whole, has no one answer (medrl.answers.completion)
+    MULTIPLE_ANSWERS = "multiple_answers"        # two answer blocks, a block inside the block or before the reasoning
+    UNCLOSED_ANSWER = "unclosed_answer"          # a second answer block left open
+    ANSWER_IN_REASONING = "answer_in_reasoning"  # an answer tag inside the reasoning
+    TEXT_AFTER_ANSWER = "text_after_answer"      # text after the answer block that is not the same answer
+    # ---- wrong: the answer contradicts the reference (medrl.answers.equivalence.hard_mismatch)
+    POLARITY = "polarity"                # the reference's own words negated, yes for no, a finding for none
+    ADDED_NEGATION = "added_negation"    # a negation the reference does not make, of words it does not name
     LATERALITY = "laterality"            # another side
-    NUMBER = "number"                    # another number or unit, a number left out or added
+    NUMBER = "number"                    # another number or unit, a number left out
+    ADDED_NUMBER = "added_number"        # a number the reference (and the question) does not give
     OTHER_ORGAN = "other_organ"          # another organ given as the answer
     OTHER_MODALITY = "other_modality"
     OTHER_SCRIPT = "other_script"
@@ -64,6 +72,7 @@ class Reason(enum.Enum):
     NUMBER_FORM = "number_form"          # an ordinal for a count ("1st" for "one")
     NOTHING_OF_TYPE = "nothing_of_type"  # the reference is a number/count; the answer gives none
     LANDMARK = "landmark"                # another organ named as a landmark, not as the answer
+    RELATION = "relation"                # a relation word on one side only ("under" for "on", "above X")
     OPEN = "open"                        # a paraphrase the structure cannot settle: the LLM judge's job
     NO_REFERENCE = "no_reference"
 
@@ -79,22 +88,32 @@ CORRECT_REASONS = frozenset({Reason.EXACT, Reason.LEXICON, Reason.OPTION_LABEL, 
                              Reason.SAME_LIST, Reason.SAME_STRUCTURE, Reason.SAME_COUNT})
 #: correct by identity: no judgement involved (may override an LLM judge)
 IDENTITY = frozenset({Reason.EXACT, Reason.LEXICON, Reason.OPTION_LABEL})
+#: the completion has no one answer (wrong for evaluation; unscorable for the answer rewards)
+NO_ANSWER = frozenset({Reason.MULTIPLE_ANSWERS, Reason.UNCLOSED_ANSWER, Reason.ANSWER_IN_REASONING,
+                       Reason.TEXT_AFTER_ANSWER})
 SHAPE_REASONS = frozenset({Reason.EMPTY, Reason.ONE_CHARACTER, Reason.PLACEHOLDER, Reason.NO_LETTERS,
                            Reason.HIDDEN_CHARACTERS, Reason.STRAY_TAG, Reason.PADDED, Reason.INJECTION,
-                           Reason.YES_NO_TO_OPEN, Reason.HEDGE, Reason.CANDIDATE_LIST, Reason.WRONG_OPTION})
-#: unambiguous contradictions: may override an LLM judge (docs/judges.md, "Two tiers")
+                           Reason.YES_NO_TO_OPEN, Reason.HEDGE, Reason.CANDIDATE_LIST, Reason.WRONG_OPTION,
+                           Reason.REPEATED}) | NO_ANSWER
+#: contradictions of the reference: certainly wrong when the answer is read in full (every
+#: character and word known to the structure), so they may refuse before an LLM judge is asked
 CONTRADICTIONS = frozenset({Reason.POLARITY, Reason.LATERALITY, Reason.NUMBER, Reason.OTHER_ORGAN})
+#: shapes that are certainly wrong however the rest of the answer reads: refused before an LLM
+#: judge is asked (docs/judges.md, "Two tiers"); a candidate list is refused there only when
+#: the answer is read in full, words that differ only after the lexicon (``REPEATED``) never
+CERTAIN_SHAPES = SHAPE_REASONS - {Reason.CANDIDATE_LIST, Reason.REPEATED}
 WRONG_REASONS = SHAPE_REASONS | CONTRADICTIONS | frozenset({
     Reason.OTHER_MODALITY, Reason.OTHER_SCRIPT, Reason.OPPOSITE, Reason.DROPPED_LOCATION, Reason.MISSING_ITEM,
-    Reason.OTHER_STRUCTURE, Reason.SECOND_FINDING})
+    Reason.OTHER_STRUCTURE, Reason.SECOND_FINDING, Reason.ADDED_NEGATION, Reason.ADDED_NUMBER})
 #: undecided because the answer holds the reference *plus* something unread: a surface metric
 #: (embedding, BERTScore, ROUGE) would pay the overlap, so answer metrics treat these as refused
 SUSPECT = frozenset({Reason.UNKNOWN_SYMBOL, Reason.UNKNOWN_WORD, Reason.MORE_SPECIFIC, Reason.NUMBER_FORM,
-                     Reason.NOTHING_OF_TYPE, Reason.LANDMARK})
+                     Reason.NOTHING_OF_TYPE, Reason.LANDMARK, Reason.RELATION})
 
 _CATEGORY = {
     Reason.CANDIDATE_LIST: "list", Reason.HEDGE: "hedge", Reason.POLARITY: "negation", Reason.PADDED: "padding",
     Reason.INJECTION: "injection", Reason.PLACEHOLDER: "placeholder", Reason.YES_NO_TO_OPEN: "yes_no_open",
+    Reason.REPEATED: "padding", **{r: "stray_tag" for r in NO_ANSWER},
     Reason.HIDDEN_CHARACTERS: "hidden", Reason.STRAY_TAG: "stray_tag", Reason.ONE_CHARACTER: "one_char",
     Reason.NO_LETTERS: "no_alnum", Reason.EMPTY: "empty", Reason.UNKNOWN_SYMBOL: "unknown",
     Reason.UNKNOWN_WORD: "unknown", **{r: "correct" for r in CORRECT_REASONS},
@@ -142,11 +161,15 @@ def undecided(reason: Reason, detail: str = "") -> Decision:
     return Decision(Verdict.UNDECIDED, reason, detail)
 
 
-# the free-text reasons of medrl.answer_guard / medrl.equivalence, by prefix, in order
+# the free-text reasons of medrl.answers.guard / medrl.answers.equivalence, by prefix, in order
 _PREFIXES: tuple[tuple[str, Reason], ...] = (
     ("empty", Reason.EMPTY), ("one character", Reason.ONE_CHARACTER), ("placeholder", Reason.PLACEHOLDER),
     ("no letters", Reason.NO_LETTERS), ("hidden", Reason.HIDDEN_CHARACTERS), ("stray", Reason.STRAY_TAG),
-    ("padded", Reason.PADDED), ("injection", Reason.INJECTION), ("yes/no to an open", Reason.YES_NO_TO_OPEN),
+    ("padded (repeated term)", Reason.REPEATED), ("padded", Reason.PADDED), ("injection", Reason.INJECTION),
+    ("yes/no to an open", Reason.YES_NO_TO_OPEN), ("multiple_answers", Reason.MULTIPLE_ANSWERS),
+    ("unclosed_answer", Reason.UNCLOSED_ANSWER), ("answer_in_reasoning", Reason.ANSWER_IN_REASONING),
+    ("text_after_answer", Reason.TEXT_AFTER_ANSWER),
+    ("polarity: a negation the reference does not make", Reason.ADDED_NEGATION),
     ("hedge", Reason.HEDGE), ("negates the reference", Reason.POLARITY), ("candidate list", Reason.CANDIDATE_LIST),
     ("a candidate list", Reason.CANDIDATE_LIST), ("another script", Reason.OTHER_SCRIPT),
     ("letters of another script", Reason.OTHER_SCRIPT), ("negation in another language", Reason.POLARITY),
@@ -158,7 +181,8 @@ _PREFIXES: tuple[tuple[str, Reason], ...] = (
     ("hard mismatch (number", Reason.NUMBER), ("hard mismatch (multiplicity", Reason.NUMBER),
     ("hard mismatch (vertebral level", Reason.NUMBER), ("hard mismatch (rib", Reason.NUMBER),
     ("hard mismatch (ventricle", Reason.NUMBER), ("hard mismatch (grade", Reason.NUMBER),
-    ("hard mismatch", Reason.OPPOSITE), ("number", Reason.NUMBER), ("drops the side", Reason.DROPPED_LOCATION),
+    ("hard mismatch", Reason.OPPOSITE), ("number form", Reason.NUMBER_FORM), ("number added", Reason.ADDED_NUMBER),
+    ("number", Reason.NUMBER), ("drops the side", Reason.DROPPED_LOCATION),
     ("drops the", Reason.DROPPED_LOCATION), ("misses part", Reason.MISSING_ITEM),
     ("another structure", Reason.OTHER_STRUCTURE), ("another organ", Reason.OTHER_ORGAN),
     ("second finding", Reason.SECOND_FINDING),

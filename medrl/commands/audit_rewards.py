@@ -15,7 +15,7 @@ keyword-stuffed reasoning, stray tags, odd Unicode (lone surrogates, U+2028, zer
 scores them all with the recipe's rewards and judge, as training would (one shared correctness
 decision per completion, algorithm.correctness).
 
-Then every record's reference goes through the metamorphic generator (medrl.metamorphic): its
+Then every record's reference goes through the metamorphic generator (medrl.answers.variants): its
 meaning-preserving variants (case, markup, allowed qualifiers such as "Chest X-Ray, PA view",
 lexicon synonyms, reordered list items, "R" for "right", British spelling, "It is X.") and its
 meaning-flipping variants (every negation form - "no X", "X: no", "non-X", "~~X~~", "X ✗" -,
@@ -36,27 +36,32 @@ flipping variants paid (earning more), with every paid one listed.
   medrl audit-rewards --recipe medix_r1 --data jsonl:my_records.jsonl --json audit.json
 
 Last, the answer decision itself (medrl.answers.decide, the one decision every reward, judge and
-evaluation calls) meets generated attacks (medrl.answers.attacks, --generated per open-ended
-reference): a character of any Unicode category inserted anywhere, random words from the lexicon,
-the qualifiers and an English word list, sentence frames ("Impression: X", "The organ is X."),
-count formats and radiologists' abbreviations. It prints, with each target: flipping and
-unknown-symbol variants paid by the training decision (0), preserving variants refused (<= 5%),
-preserving variants the LLM-judge override tier refuses (<= 0.5%), flipping/unknown variants left
-to a surface metric (0), and training/evaluation disagreements (0).
+evaluation calls) meets generated variants of every open-ended reference, per dataset: the
+attacks of medrl.answers.attacks (--generated per reference: a character of any Unicode category
+inserted anywhere, random words from the lexicon, the qualifiers and an English word list,
+sentence frames, count formats, abbreviations) and every class of medrl.answers.generators
+(completion structures - two answer blocks, a retraction after the answer -, modal and tense
+frames, relation words, zero-count decorations, ordinal/cardinal pairs, clinician shorthand and
+frames, Unicode compatibility characters). It prints, with each target: flipping and unknown
+variants paid offline (0) and before an LLM judge is asked (0), meaning-preserving variants
+refused offline (stated: free wording is an LLM judge's job) and before an LLM judge is asked
+(<= 0.5%), flipping/unknown variants left to a surface metric (0), training/evaluation
+disagreements (0), and the counts per class. Several datasets, comma-separated, give one block each.
 
-  medrl audit-rewards --recipe medix_r1 --data vqa_rad:test --all-open --generated 60 --generated-only --strict
+  medrl audit-rewards --recipe medix_r1 --data vqa_rad:test,slake:validate --all-open --generated 12 --generated-only --strict
 
 Exit code: 0, or 1 with --strict when any exploit or flipping variant beats a committed wrong
-answer, a correct answer is not on top, or a generated-attack rate is over its target (refused
-preserving variants of the recipe audit are reported, not failed); 2 for a bad recipe or judge;
-4 for missing or invalid data (the table in docs/first-hour.md).
+answer, a correct answer is not on top, or a generated-variant rate is over its target (refused
+preserving variants of the recipe audit and the offline refusal rate are reported, not failed);
+2 for a bad recipe or judge; 4 for missing or invalid data (the table in docs/first-hour.md).
 """
 
 
 def add_arguments(p) -> None:
     p.add_argument("--recipe", required=True, help="recipe name (see medrl/recipes) or path to a YAML file")
     p.add_argument("--data", default="vqa_rad",
-                   help="records: vqa_rad, slake, vqa_rad:test, jsonl:PATH, hf:PATH, or a .jsonl path (default: vqa_rad)")
+                   help="records: vqa_rad, slake, vqa_rad:test, jsonl:PATH, hf:PATH, or a .jsonl path (default: vqa_rad); "
+                   "several, comma-separated, are audited together and get one generated-variant report each")
     p.add_argument("--data-dir", default=None, help="folder holding vqa_rad/ and slake/ (default: MEDRL_DATA_DIR)")
     p.add_argument("--n", type=int, default=20, help="records to audit, open and closed mixed (default 20)")
     p.add_argument("--judge", default="reference",
@@ -83,42 +88,52 @@ def add_arguments(p) -> None:
                    "correct answer is not on top, or a generated-attack rate is over its target")
     p.add_argument("--generated", type=int, default=12, metavar="K",
                    help="generated attacks per open-ended reference for the answer-decision rates "
-                   "(medrl.answers.attacks; default 12, 0 = off); up to 4 of them also join every "
-                   "reward's preserving/flipping rates")
+                   "(medrl.answers.attacks, plus every class of medrl.answers.generators; default 12, 0 = off); "
+                   "up to 4 of each also join every reward's preserving/flipping rates")
     p.add_argument("--all-open", action="store_true",
                    help="generated attacks on every open-ended reference of --data (not only the --n audited)")
     p.add_argument("--generated-only", action="store_true",
                    help="only the generated-attack rates of the answer decision (no recipe rewards are run)")
 
 
-def load_audit_records(data: str, data_dir: str | None, n: int) -> list:
-    """``n`` records from ``data`` (a source name or a JSONL path), open and closed mixed."""
+def _sources(data: str) -> list[str]:
+    """The comma-separated sources of ``--data`` (a bare .jsonl path is ``jsonl:PATH``)."""
     from pathlib import Path
 
+    out = []
+    for d in (s.strip() for s in data.split(",") if s.strip()):
+        out.append(f"jsonl:{d}" if d.endswith(".jsonl") and ":" not in d and Path(d).is_file() else d)
+    return out
+
+
+def load_audit_records(data: str, data_dir: str | None, n: int) -> dict[str, list]:
+    """``n`` records from each source of ``data`` (a source name or a JSONL path; several
+    comma-separated), open and closed mixed, by source."""
     from medrl.data import load_records
     from medrl.rewards.audit import select_records
 
-    if data.endswith(".jsonl") and ":" not in data and Path(data).is_file():
-        data = f"jsonl:{data}"
-    return select_records(load_records(data, data_dir=data_dir), n)
+    return {src: select_records(load_records(src, data_dir=data_dir), n) for src in _sources(data)}
 
 
-def _generated_rates(args, records: list) -> tuple[object | None, str]:
-    """The answer decision's rates on generated attacks (:mod:`medrl.rewards.attack_rates`)."""
+def _generated_rates(args, records_by_source: dict[str, list]) -> tuple[dict, str]:
+    """The answer decision's rates on generated variants per dataset (:mod:`medrl.rewards.attack_rates`)."""
     from medrl.rewards.attack_rates import format_rates, measure, open_references
 
     if args.generated <= 0:
-        return None, ""
-    if args.all_open:
-        from medrl.data import load_records
+        return {}, ""
+    rates, blocks = {}, []
+    for src, records in records_by_source.items():
+        if args.all_open:
+            from medrl.data import load_records
 
-        records = load_records(args.data if ":" in args.data or not args.data.endswith(".jsonl")
-                               else f"jsonl:{args.data}", data_dir=args.data_dir)
-    refs = open_references(records)
-    if not refs:
-        return None, "generated attacks: no open-ended reference among the records"
-    rates = measure(refs, per_reference=args.generated, seed=args.seed)
-    return rates, format_rates(rates)
+            records = load_records(src, data_dir=args.data_dir)
+        refs = open_references(records)
+        if not refs:
+            blocks.append(f"generated attacks ({src}): no open-ended reference among the records")
+            continue
+        rates[src] = measure(refs, per_reference=args.generated, seed=args.seed)
+        blocks.append(format_rates(rates[src], title=src))
+    return rates, "\n\n".join(blocks)
 
 
 def run(args) -> int:
@@ -129,25 +144,23 @@ def run(args) -> int:
 
     if getattr(args, "generated_only", False):
         try:
-            from medrl.data import load_records
-
-            records = load_audit_records(args.data, args.data_dir, args.n) if not args.all_open else \
-                load_records(args.data, data_dir=args.data_dir)
+            by_source = ({src: [] for src in _sources(args.data)} if args.all_open
+                         else load_audit_records(args.data, args.data_dir, args.n))
+            rates, text = _generated_rates(args, by_source)
         except (DataError, FileNotFoundError, ValueError) as exc:
             from medrl.exit_codes import code_for, command_hint
 
             print(f"medrl audit-rewards: {command_hint(str(exc), 'audit-rewards')}", file=sys.stderr)
             return code_for(exc)
-        rates, text = _generated_rates(args, records)
         print(f"data {args.data}")
         print(text)
-        if args.json and rates is not None:
+        if args.json:
             from pathlib import Path
 
-            Path(args.json).write_text(json.dumps({"data": args.data, "generated": rates.to_dict()}, indent=2,
+            Path(args.json).write_text(json.dumps({"data": args.data, "generated": _rates_json(rates)}, indent=2,
                                                   ensure_ascii=True))
             print(f"report -> {args.json}")
-        return 1 if args.strict and rates is not None and not rates.ok else 0
+        return 1 if args.strict and not all(r.ok for r in rates.values()) else 0
     from medrl.rewards.audit import ANSWER_REWARDS, format_report, run_audit
     from medrl.train.recipes import RecipeError, build_reward_funcs, load_recipe, recipe_uses_judge
 
@@ -157,7 +170,8 @@ def run(args) -> int:
         if not recipe.rewards:
             print(f"medrl audit-rewards: recipe {recipe.name!r} has no rewards (an SFT recipe?)", file=sys.stderr)
             return 2
-        records = load_audit_records(args.data, args.data_dir, args.n)
+        by_source = load_audit_records(args.data, args.data_dir, args.n)
+        records = [r for recs in by_source.values() for r in recs]
         judge = None
         if recipe_uses_judge(recipe):  # built as `medrl train` builds it, images included
             from medrl.judges import build_judge
@@ -181,15 +195,23 @@ def run(args) -> int:
           f"{getattr(judge, 'name', None) or (args.judge if judge is not None else 'none')}, "
           f"correctness {recipe.algorithm.get('correctness', 'auto')}")
     print(format_report(report))
-    rates, text = _generated_rates(args, records)
+    rates, text = _generated_rates(args, by_source)
     if text:
         print("")
         print(text)
     if args.json:
         from pathlib import Path
 
-        extra = {"generated": rates.to_dict()} if rates is not None else {}
+        extra = {"generated": _rates_json(rates)} if rates else {}
         Path(args.json).write_text(json.dumps({"recipe": recipe.name, "data": args.data, **report.to_dict(), **extra},
                                               indent=2, ensure_ascii=True))
         print(f"report -> {args.json}")
-    return 1 if args.strict and (not report.ok or (rates is not None and not rates.ok)) else 0
+    return 1 if args.strict and (not report.ok or not all(r.ok for r in rates.values())) else 0
+
+
+def _rates_json(rates: dict) -> dict:
+    """One dataset: its rates; several: rates per dataset."""
+    if len(rates) == 1:
+        return next(iter(rates.values())).to_dict()
+    return {src: r.to_dict() for src, r in rates.items()}
+

@@ -21,13 +21,13 @@ from collections import Counter
 from typing import Iterable
 
 from medrl.data.record import DataError, VQARecord, _count_invalid, answer_converted_from
-from medrl.parsing import MAX_TEXT_CHARS, max_question_chars
+from medrl.answers.completion import MAX_TEXT_CHARS, max_question_chars
 
 log = logging.getLogger(__name__)
 
 
 #: Longest question accepted, in characters (``$MEDRL_MAX_QUESTION_CHARS`` overrides): the one text
-#: cap of :mod:`medrl.parsing` (answers are capped by it too). A longer question is a broken
+#: cap of :mod:`medrl.answers.completion` (answers are capped by it too). A longer question is a broken
 #: record (a file pasted into a field), and generating on it would fill the model's context for
 #: minutes. The policy side also checks the rendered prompt in tokens
 #: (:func:`medrl.models.generation.generate`).

@@ -33,7 +33,7 @@ def score_output(record: Any, text: str) -> dict:
     """Oracle scores of one completion for one phantom record."""
     from medrl.data.sources.phantom import oracle_answer_correct, oracle_consistent, oracle_step_verdicts
     from medrl.eval.analysis import failure_accumulation_rate, first_failure_point
-    from medrl.parsing import parse_response, split_steps
+    from medrl.answers.completion import parse_response, split_steps
     from medrl.rewards.stepgrpo import key_step_ratio
 
     p = parse_response(text)

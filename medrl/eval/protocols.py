@@ -168,7 +168,7 @@ def exact_correct(row: dict) -> bool | None:
 
     pred = row.get("prediction")
     if pred is None:
-        from medrl.parsing import prediction_text
+        from medrl.answers.completion import prediction_text
 
         pred = prediction_text(row.get("output") or "")
     ch = choices_of(row)
@@ -278,7 +278,7 @@ def _has_answer(row: dict) -> bool:
     if "answer" in row:
         ans = row["answer"]
     else:
-        from medrl.parsing import parse_response
+        from medrl.answers.completion import parse_response
 
         ans = parse_response(row.get("output") or "").answer
     return bool(str(ans or "").strip())

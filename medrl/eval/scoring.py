@@ -41,7 +41,7 @@ from typing import Any, Sequence
 
 from medrl.answers import grading_refusal
 from medrl.judges.base import gather_bounded, run_sync
-from medrl.parsing import completion_steps, parse_response, prediction_text  # noqa: F401 (re-exported)
+from medrl.answers.completion import completion_steps, parse_response, prediction_text  # noqa: F401 (re-exported)
 
 RUBRICS = ("binary", "report")
 TEXT_METRICS = ("rouge1", "bleu1", "bertscore", "cosine", "hss")

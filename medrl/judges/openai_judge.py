@@ -41,7 +41,7 @@ from typing import Any, Callable, Sequence
 from medrl.judges import prompts
 from medrl.judges.base import JUDGES, JudgeAuthError, JudgeStats, source_version
 from medrl.judges.cache import JudgeCache, cache_key
-from medrl.answer_guard import guard_answer
+from medrl.answers.guard import guard_answer
 from medrl.judges.replies import (
     VerdictParseError,
     parse_audit,

@@ -196,7 +196,7 @@ class OracleJudge:
         """StepGRPO key steps: the values the reasoning states, in order (``CT``, ``hypodense``,
         ``liver``...); unscored when it states none."""
         from medrl.judges.phantom_truth import parse_step_claims
-        from medrl.parsing import split_steps
+        from medrl.answers.completion import split_steps
 
         self.stats.calls += 1
         out: list[str] = []

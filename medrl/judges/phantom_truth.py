@@ -449,7 +449,7 @@ def oracle_consistent(reasoning: str, answer: str) -> bool:
     """Whether the answer follows from the reasoning (CAPO Eq. 1 criterion, from the texts alone):
     the answer states at least one field, and for each field it states, the last step of the
     reasoning that states that field gives the same value."""
-    from medrl.parsing import split_steps
+    from medrl.answers.completion import split_steps
 
     a = parse_step_claims(answer or "")
     if not a or not (reasoning or "").strip():

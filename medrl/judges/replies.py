@@ -1,5 +1,5 @@
 """Strict parsers for judge replies (the text an LLM judge sends back; the completions of the
-policy are parsed by :mod:`medrl.parsing`). Anything that does not parse raises
+policy are parsed by :mod:`medrl.answers.completion`). Anything that does not parse raises
 :class:`VerdictParseError`, which the judges turn into an *unscored* verdict - a reply is never
 read as a pass by default, and no reply makes a parser fail any other way: a number too long for
 Python to read (more than 4,300 digits) or JSON nested too deeply is unparseable too.

@@ -14,12 +14,12 @@ Read top to bottom:
    sum is Eq. 5; TRL turns it into the group advantage A_i (Eq. 6).
 3. **Hooks**: ``setup`` refuses TRL options defined through one advantage per rollout
    (:func:`token_advantage_conflicts`); ``advantage_inputs`` maps the process reward's steps
-   onto completion tokens (:func:`medrl.parsing.step_token_spans`) for the estimator
+   onto completion tokens (:func:`medrl.answers.completion.step_token_spans`) for the estimator
    registered as ``mrpo`` (:func:`medrl.advantages.mrpo_estimator`, Eq. 7), which turns the
    (B,) advantages into a (B, T) tensor that TRL's loss takes as it is (Eq. 8).
 
 Token alignment: a step's span is in characters of the decoded completion; token offsets come
-from re-tokenising that text (:func:`medrl.parsing.completion_token_offsets`, exact when it
+from re-tokenising that text (:func:`medrl.answers.completion.completion_token_offsets`, exact when it
 reproduces the generated ids, else rebuilt from growing prefixes). Tokens outside every step
 (tags, the answer, EOS, padding) keep A_i.
 """
@@ -149,7 +149,7 @@ class MRPO(Method):
     def advantage_inputs(self, trainer: Any, batch: MedBatch) -> dict[str, Any]:
         """Per rollout, its step verdicts and their token spans (None where unjudged), for the
         ``mrpo`` estimator (Eq. 7)."""
-        from medrl.parsing import completion_token_offsets, step_token_spans
+        from medrl.answers.completion import completion_token_offsets, step_token_spans
 
         n = len(batch.texts)
         steps, valid = batch.steps, batch.step_valid

@@ -23,6 +23,8 @@ from typing import Sequence
 
 from medrl.rewards import REWARDS
 from medrl.rewards.base import Reward, answer_metric, answer_rows, column, guarded_rows, score_answers, scored_text
+from medrl.rewards.base import unreadable_rows
+from medrl.types import UNSCORABLE, record_unscorable
 from medrl.rewards.lexical import bleu1, rouge1
 from medrl.rewards.semantic import bertscore_f1, embedding_cosine
 
@@ -224,8 +226,8 @@ class AdaptiveSemanticReward:
 
     def __call__(self, prompts, completions, **kwargs) -> list[float | None]:
         log = kwargs.get("log_metric")
-        return score_answers(completions, kwargs, lambda p, r: self.scores(p, r, log),
-                             reward=self.__name__)
+        return record_unscorable(self, score_answers(completions, kwargs, lambda p, r: self.scores(p, r, log),
+                                                     reward=self.__name__))
 
     def state_dict(self) -> dict:
         return {k: a.state_dict() for k, a in self.adapt.items()}
@@ -272,13 +274,15 @@ class ArmedReward:
         preds = {i: scored_text(parsed[i].answer, refs[i], question=questions[i]) for i in kept}
         r_as = dict(zip(kept, self.semantic.scores([preds[i] for i in kept], [refs[i] for i in kept],
                                                    kwargs.get("log_metric"))))
-        out: list[float | None] = [None] * len(completions)
+        out: list = [None] * len(completions)
+        for i in unreadable_rows(parsed, refs):
+            out[i] = UNSCORABLE  # the completion has no one answer (two answer blocks, text after it)
         for i in idx:
             r_c = 0.0 if i in rejected else textual_reward(bleu1(preds[i], refs[i]), rouge1(preds[i], refs[i]),
                                                            self.lambda1)
             r_f = 1.0 if parsed[i].well_formed else 0.0  # the format reward (medrl.rewards.format)
             out[i] = total_reward(r_c, r_as.get(i, 0.0), r_f, self.gammas)
-        return out
+        return record_unscorable(self, out)
 
     def state_dict(self) -> dict:
         return self.semantic.state_dict()

@@ -17,7 +17,7 @@ completions unless the exploit is about the form itself:
   completion of combining marks).
 
 Besides the catalogue, every record's reference goes through the metamorphic generator
-(:func:`medrl.metamorphic.variants`): its *preserving* variants (case, markup, allowed
+(:func:`medrl.answers.variants.variants`): its *preserving* variants (case, markup, allowed
 qualifiers, lexicon synonyms, reordered list items, "R" for "right", ...) must not be refused
 (refused: earning no more than the best committed wrong answer of the record) and its *flipping*
 variants (each negation form, a laterality flip or drop, another number or unit, a broader or
@@ -153,9 +153,9 @@ def completion(rec: Any, answer: str, prefix: str = "") -> str:
 def wrong_answers(records: Sequence[Any], i: int, k: int = 2) -> list[str]:
     """``k`` committed wrong answers for record ``i``: the opposite for yes/no; otherwise other
     records' open references sharing no word and no lexicon concept with this one ("intestines"
-    is not a wrong answer to "In the bowels"; :func:`medrl.clinical.lexicon.content_tokens`),
+    is not a wrong answer to "In the bowels"; :func:`medrl.answers.clinical.lexicon.content_tokens`),
     falling back to organ names."""
-    from medrl.clinical.lexicon import content_tokens
+    from medrl.answers.clinical.lexicon import content_tokens
 
     ref = str(_get(records[i], "answer"))
     r = normalize_answer(ref)
@@ -259,12 +259,14 @@ def build_cases(records: Sequence[Any], prompt_style: str = "think_answer", *, v
                 seed: int = 0, generated: int = 0) -> list[Case]:
     """Per record: two correct completions (the reference; its case-changed form with a final
     '.'), its committed wrong answers, the exploit catalogue and (``variants``) the preserving
-    and flipping variants of :func:`medrl.metamorphic.variants` (``seed`` picks among them),
+    and flipping variants of :func:`medrl.answers.variants.variants` (``seed`` picks among them),
     plus, for open-ended records, ``generated`` attacks of :func:`medrl.answers.attacks.generate`
-    (kind ``gen_<family>``; an attack that must not be paid - flipping or unknown content - is a
-    flipping case)."""
+    and up to ``generated`` class variants of :func:`medrl.answers.generators.class_variants`
+    (kind ``gen_<family>``; a variant that must not be paid - flipping or unknown content - is a
+    flipping case; a completion-structure variant is the whole completion)."""
     from medrl.answers.attacks import generate
-    from medrl.metamorphic import variants as make_variants
+    from medrl.answers.generators import class_variants
+    from medrl.answers.variants import variants as make_variants
 
     cases: list[Case] = []
     for i, rec in enumerate(records):
@@ -286,6 +288,12 @@ def build_cases(records: Sequence[Any], prompt_style: str = "think_answer", *, v
             for a in generate(ref, question=_get(rec, "question"), n=generated, seed=seed):
                 cases.append(Case(i, "preserving" if a.expect == "preserve" else "flipping", f"gen_{a.family}",
                                   completion(rec, a.text, prefix)))
+            import random
+
+            picked = class_variants(ref, question=_get(rec, "question"), seed=seed)
+            for v in random.Random(f"{seed}:{i}").sample(picked, min(generated, len(picked))):
+                cases.append(Case(i, "preserving" if v.expect == "preserve" else "flipping", f"gen_{v.family}",
+                                  prefix + v.text if v.completion else completion(rec, v.text, prefix)))
     return cases
 
 
@@ -344,7 +352,7 @@ def run_audit(
     metamorphic variants of each reference; ``generated``: and that many generated attacks per
     open-ended reference (:func:`build_cases`), so the per-reward rates cover them too.
     """
-    from medrl.parsing import parse_response
+    from medrl.answers.completion import parse_response
 
     if not records:
         raise ValueError("reward audit: no records")
@@ -360,7 +368,7 @@ def run_audit(
                 wrong_text.setdefault(c.record, c.text)
         corrupted = [wrong_text.get(c.record, cases[0].text) for c in cases]
         both = correctness_column(
-            [parse_response(t).answer for t in texts + corrupted], cols["answer"] * 2,
+            [parse_response(t) for t in texts + corrupted], cols["answer"] * 2,
             questions=cols["question"] * 2, answer_types=cols["answer_type"] * 2,
             open_ended=cols["open_ended"] * 2, images=cols["image"] * 2, mode=correctness, judge=judge)
         cols["correct"] = both[:n]
@@ -419,7 +427,7 @@ def _find(report: AuditReport) -> None:
 
 
 def _snippet(text: str, width: int = 70) -> str:
-    from medrl.parsing import parse_response
+    from medrl.answers.completion import parse_response
 
     ans = parse_response(text).answer
     s = text if ans is None else ans

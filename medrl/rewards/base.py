@@ -12,8 +12,8 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, Sequence
 
-from medrl.parsing import completion_text, parse_response
-from medrl.types import ParsedResponse
+from medrl.answers.completion import completion_text, parse_response
+from medrl.types import UNSCORABLE, ParsedResponse
 
 
 class Reward:
@@ -101,11 +101,21 @@ def reference_text(value: Any) -> str | None:
 
 def answer_rows(completions: Sequence[Any], kwargs: dict, *, reward: str
                 ) -> tuple[list[ParsedResponse], list[str | None], list[int]]:
-    """Parsed completions, reference answers (``None`` if missing/blank) and scorable rows."""
+    """Parsed completions, reference answers (``None`` if missing/blank) and scorable rows: a
+    reference, and an answer that can be read (a completion with two answer blocks or text after
+    its answer has none: :func:`unreadable_rows`)."""
     n = len(completions)
     refs = [reference_text(r) for r in column(kwargs, "answer", n, reward=reward)]
     parsed = parse_all(completions)
-    return parsed, refs, [i for i in range(n) if refs[i] is not None]
+    return parsed, refs, [i for i in range(n) if refs[i] is not None and parsed[i].answer_problem is None]
+
+
+def unreadable_rows(parsed: Sequence[ParsedResponse], refs: Sequence[str | None]) -> list[int]:
+    """Rows with a reference whose completion, read whole, has no one answer (more than one
+    answer block, an answer inside the reasoning, text after the answer that states another:
+    ``ParsedResponse.answer_problem``): an answer reward cannot score them
+    (:data:`medrl.types.UNSCORABLE`)."""
+    return [i for i, (p, r) in enumerate(zip(parsed, refs)) if r is not None and p.answer_problem is not None]
 
 
 def answer_rejection(answer: str | None, reference: str | None, *, question: str | None = None) -> str | None:
@@ -126,23 +136,16 @@ def answer_rejection(answer: str | None, reference: str | None, *, question: str
     return str(d) if d.refused else None
 
 
-def is_identity(answer: str | None, reference: str | None, *, question: str | None = None) -> bool:
-    """True when ``answer`` is ``reference`` by identity (:func:`medrl.answers.decide`: the listed
-    normalisations - case, spacing, one final full stop, markup wrappers, NFKC letters and digits,
-    look-alike letters - or the lexicon's identity)."""
-    if not answer or not reference:
-        return False
-    from medrl.answers import decide
-
-    return decide(answer, reference, question=question).identical
-
-
 def scored_text(answer: str | None, reference: str, *, question: str | None = None) -> str:
     """The text an answer metric scores: the reference itself when the answer is the reference
-    by identity (:func:`is_identity`), else the answer as written. A surface metric
+    by identity (:attr:`medrl.answers.Decision.identical`: the listed normalisations - case,
+    spacing, one final full stop, markup wrappers, NFKC letters and digits, look-alike letters -
+    or the lexicon's identity), else the answer as written. A surface metric
     (ROUGE, BLEU, BERTScore, an embedding) would otherwise pay "**MRI**" or a fullwidth "ＭＲＩ"
     less than "MRI" - a correct answer must keep its full reward. The formulas are unchanged."""
-    return reference if is_identity(answer, reference, question=question) else (answer or "")
+    from medrl.answers import decide
+
+    return reference if answer and decide(answer, reference, question=question).identical else (answer or "")
 
 
 def guarded_rows(parsed: Sequence[ParsedResponse], refs: Sequence[str | None], idx: Sequence[int],
@@ -156,14 +159,17 @@ def guarded_rows(parsed: Sequence[ParsedResponse], refs: Sequence[str | None], i
 
 def guard_correct(answers: Sequence[str | None], refs: Sequence[str | None], correct: Sequence[bool | None],
                   kwargs: dict, *, reward: str) -> list[bool | None]:
-    """``correct`` with False for every row (with a reference) whose answer the one decision
-    (:func:`medrl.answers.decide`) calls wrong, whatever the judge or the trainer's ``correct`` column said
-    (for rewards built on a correctness decision: CAPO R_DAR/R_PCR, StepGRPO StepRAR)."""
-    from medrl.answers import Verdict, decide
+    """``correct`` with False for every row (with a reference) whose answer is certainly wrong
+    (:func:`medrl.answers.override`, the tier that may overrule a judge), whatever the judge or
+    the trainer's ``correct`` column said (for rewards built on a correctness decision: CAPO
+    R_DAR/R_PCR, StepGRPO StepRAR). The column itself already holds the whole decision where no
+    judge decides (:mod:`medrl.rewards.correctness`), so an LLM judge's verdict on an answer the
+    offline rules only doubt is kept, as docs/judges.md "Two tiers" says."""
+    from medrl.answers import Verdict, override
 
     questions = column(kwargs, "question", len(answers), reward=reward)
-    # wrong by the one decision; an undecided answer keeps the judge's verdict (the column)
-    return [False if r is not None and decide(a, r, question=q).verdict is Verdict.WRONG else c
+    # an unscorable row stays unscorable (a judge outage; a completion with no one answer)
+    return [False if c is not None and r is not None and override(a, r, question=q).verdict is Verdict.WRONG else c
             for a, r, c, q in zip(answers, refs, correct, questions)]
 
 
@@ -177,7 +183,8 @@ def score_answers(
 ) -> list[float | None]:
     """Score each parsed ``<answer>`` against the ``answer`` column with a batch ``metric``.
 
-    A missing/blank reference gives ``None``. Guard (project addition; the metric stays the
+    A missing/blank reference gives ``None``; a completion with no one answer (two answer
+    blocks, text after the answer: :func:`unreadable_rows`) gives :data:`medrl.types.UNSCORABLE`. Guard (project addition; the metric stays the
     paper's): with ``guard`` (default) an answer :func:`answer_rejection` rejects
     (:func:`guarded_rows`; a missing ``<answer>`` block is the empty answer) scores 0.0, the
     metric's minimum, without the metric. An answer that is the reference up to normalisation
@@ -185,7 +192,9 @@ def score_answers(
     ``metric(preds, refs)`` is called once, on the remaining scorable rows only.
     """
     parsed, refs, idx = answer_rows(completions, kwargs, reward=reward)
-    out: list[float | None] = [None] * len(completions)
+    out: list[Any] = [None] * len(completions)
+    for i in unreadable_rows(parsed, refs):
+        out[i] = UNSCORABLE  # no one answer in the completion: nothing to score
     if guard:
         rejected = guarded_rows(parsed, refs, idx, kwargs, reward=reward)
         for i in rejected:

@@ -33,7 +33,7 @@ only scored, never trained on.
 
 from __future__ import annotations
 
-from medrl.parsing import parse_response
+from medrl.answers.completion import parse_response
 from medrl.rewards import REWARDS
 from medrl.rewards.base import Reward, column, guard_correct, parse_all, reference_text, texts_of
 from medrl.rewards.correctness import batch_correct, check_rule

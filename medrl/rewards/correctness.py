@@ -6,12 +6,17 @@ StepGRPO's StepRAR (StepGRPO Eq. 2: ans = y), CAPO's R_DAR and R_PCR
 answer. Those papers decide it by string comparison (closed questions) or a judge (open ones).
 Here it is one function, :func:`decide_correct`, in this order:
 
-1. no reference -> ``None`` (unscorable, never a silent 0 or 1);
-2-3. the one answer decision, :func:`medrl.answers.decide`: wrong (the shared guard's shapes -
-   empty, placeholder, symbol-only, candidate lists, hedges, padding, injections - then polarity
-   in any form, laterality/location changed or dropped, another organ or modality, numbers that
-   differ after unit conversion, a second finding) -> ``False``; correct by identity (the listed
-   normalisations or the lexicon's identity) -> ``True``; both without any judge request;
+1. no reference, or a completion with no one answer (two answer blocks, an answer inside the
+   reasoning, text after the answer: a :class:`medrl.types.ParsedResponse` with an
+   ``answer_problem``) -> ``None`` (unscorable, never a silent 0 or 1);
+2-3. the one answer decision: wrong -> ``False``; correct by identity (the listed normalisations
+   or the lexicon's identity) -> ``True``; both without any judge request. Where a judge will be
+   asked (mode ``"judge"``) only the tier that is certainly wrong refuses
+   (:func:`medrl.answers.override`: shapes no wording can make correct, and contradictions of an
+   answer read in full); without a judge the whole decision does (:func:`medrl.answers.decide`:
+   the guard's shapes, polarity, laterality/location changed or dropped, another organ or
+   modality, numbers that differ after unit conversion, a second finding, ...), as in
+   docs/judges.md "Two tiers";
 4. otherwise the *mode* decides:
 
    - ``"exact"``: the decision says correct (default-deny: the reference plus allowed
@@ -44,6 +49,7 @@ from typing import Any, Sequence
 from medrl.rewards.base import column, reference_text
 from medrl.rewards.lexical import rouge1
 from medrl.text import clean_text
+from medrl.types import ParsedResponse
 
 RULES = ("normalized_match", "rouge1")
 MODES = ("auto", "exact", "judge", "embedding")
@@ -115,15 +121,6 @@ def resolve_mode(mode: str | None, *, closed: bool, has_judge: bool) -> str:
     return mode
 
 
-def guard_reason(pred: str | None, ref: str, question: str | None = None) -> str | None:
-    """Why ``pred`` can never be a correct answer to ``ref`` (:func:`medrl.answers.decide` says
-    wrong: the shared guard's shapes, then contradictions of the reference), or None."""
-    from medrl.answers import Verdict, decide
-
-    d = decide(pred, ref, question=question)
-    return str(d) if d.verdict is Verdict.WRONG else None
-
-
 _YES_NO_LEAD = re.compile(r"(yes|no)(?:[.!]*|\s*[,.;:!]\s*\S.*)", re.IGNORECASE | re.DOTALL)
 
 
@@ -132,7 +129,7 @@ def exact_match(pred: str | None, ref: str) -> bool:
 
     Equal after case, articles, spacing and punctuation are removed - except punctuation that
     carries meaning (decimal points, ranges, signs: "3-4 cm" is not "3.4 cm";
-    :func:`medrl.equivalence.decide.exact_key`) - provided the
+    :func:`medrl.answers.equivalence.compare.exact_key`) - provided the
     answer is not much longer than the reference (at most 2x + 8 characters: invisible marks or
     punctuation runs are padding, not a match) and asks no question ("X?") the reference does not.
     For a yes/no reference the answer must be that word alone or followed by a clause after
@@ -149,7 +146,7 @@ def exact_match(pred: str | None, ref: str) -> bool:
         m = _YES_NO_LEAD.fullmatch(p_raw)
         other = _YES_NO[1 - _YES_NO.index(r)]
         return bool(m) and m.group(1).lower() == r and other not in p.split()[1:3]
-    from medrl.equivalence.decide import exact_key
+    from medrl.answers.equivalence.compare import exact_key
 
     return exact_key(p_raw) == exact_key(r_raw) and len(p_raw) <= 2 * len(r_raw) + 8
 
@@ -178,15 +175,17 @@ def _exact_mode(pred: str | None, ref: str, question: str | None, rule: str, thr
 _UNDECIDED = object()
 
 
-def _decided(pred: str | None, ref: str | None, question: str | None):
-    """Steps 1-3 (:func:`medrl.answers.decide`): None (no reference), False (wrong), True (correct
-    by identity), or _UNDECIDED (the mode decides)."""
-    from medrl.answers import Verdict, decide
+def _decided(pred: str | None, ref: str | None, question: str | None, *, judged: bool = False):
+    """Steps 1-3: None (no reference), False (wrong), True (correct by identity), or _UNDECIDED
+    (the mode decides). Without a judge the whole decision (:func:`medrl.answers.decide`) may
+    refuse; before a judge is asked (``judged``) only what is certainly wrong
+    (:func:`medrl.answers.override`, docs/judges.md "Two tiers")."""
+    from medrl.answers import Verdict, decide, override
 
     ref = reference_text(ref)
     if ref is None:
         return None
-    d = decide(pred, ref, question=question)
+    d = (override if judged else decide)(pred, ref, question=question)
     if d.verdict is Verdict.WRONG:
         return False
     if d.identical:
@@ -194,10 +193,12 @@ def _decided(pred: str | None, ref: str | None, question: str | None):
     return _UNDECIDED
 
 
-def heuristic_correct(pred: str | None, ref: str, rule: str = "normalized_match",
-                      threshold: float = 0.5) -> bool:
-    """The ``"exact"`` decision as a bool (no reference counts as wrong here)."""
-    return bool(decide_exact(pred, ref, rule=rule, threshold=threshold))
+def _answer_of(pred: Any) -> tuple[str | None, bool]:
+    """(the answer text, readable): a parsed completion (:class:`medrl.types.ParsedResponse`)
+    whose answer cannot be read (``answer_problem``: two answers, text after it) is unreadable."""
+    if isinstance(pred, ParsedResponse):
+        return pred.answer, pred.answer_problem is None
+    return pred, True
 
 
 async def decide_correct_async(pred: str | None, ref: str | None, *, question: str | None = None,
@@ -225,7 +226,7 @@ def decide_correct(pred: str | None, ref: str | None, **options: Any) -> bool | 
 
 
 async def correctness_column_async(
-    preds: Sequence[str | None],
+    preds: Sequence[str | ParsedResponse | None],
     refs: Sequence[str | None],
     *,
     questions: Sequence[str | None] | None = None,
@@ -242,8 +243,9 @@ async def correctness_column_async(
 ) -> list[bool | None]:
     """:func:`decide_correct` for a batch of rollouts: at most one judge request per row (all
     rows concurrently; the judge bounds concurrency, caches and merges identical requests) and
-    one embedding batch. ``closed`` per row, else from ``answer_types`` / ``open_ended`` and the
-    reference (:func:`is_closed_question`)."""
+    one embedding batch. ``preds``: answer texts, or parsed completions (the trainer's; one whose
+    answer cannot be read is unscorable). ``closed`` per row, else from ``answer_types`` /
+    ``open_ended`` and the reference (:func:`is_closed_question`)."""
     import asyncio
 
     n = len(preds)
@@ -261,16 +263,25 @@ async def correctness_column_async(
 
     refs, questions, images = col(refs, "refs"), col(questions, "questions"), col(images, "images")
     closed, answer_types, open_ended = col(closed, "closed"), col(answer_types, "answer_types"), col(open_ended, "open_ended")
-    preds = [clean_text(p) for p in preds]  # lone surrogates -> U+FFFD (they crash encoders and clients)
-    out: list[Any] = [_decided(p, r, q) for p, r, q in zip(preds, refs, questions)]
-    to_judge, to_embed = [], []
-    for i, v in enumerate(out):
-        if v is not _UNDECIDED:
+    read = [_answer_of(p) for p in preds]
+    preds = [clean_text(p) for p, _ok in read]  # lone surrogates -> U+FFFD (they crash encoders and clients)
+    out: list[Any] = []
+    modes: list[str | None] = []
+    for i in range(n):
+        if not read[i][1] or reference_text(refs[i]) is None:
+            out.append(None)  # no one answer in the completion, or no reference: unscorable
+            modes.append(None)
             continue
         c = closed[i]
         if c is None:
             c = is_closed_question(answer=refs[i], answer_type=answer_types[i], open_ended=open_ended[i])
-        m = resolve_mode(mode, closed=bool(c), has_judge=judge is not None)
+        modes.append(resolve_mode(mode, closed=bool(c), has_judge=judge is not None))
+        out.append(_decided(preds[i], refs[i], questions[i], judged=modes[i] == "judge"))
+    to_judge, to_embed = [], []
+    for i, v in enumerate(out):
+        if v is not _UNDECIDED:
+            continue
+        m = modes[i]
         if m == "exact":
             out[i] = _exact_mode(preds[i], reference_text(refs[i]), questions[i], rule, threshold)
         elif m == "embedding":
@@ -279,20 +290,20 @@ async def correctness_column_async(
             to_judge.append(i)
     if to_embed:
         from medrl.common.embeddings import cosine_pairs
-        from medrl.answer_guard import clean_answer
+        from medrl.answers.guard import strip_answer
 
-        sims = cosine_pairs([clean_answer(preds[i]) for i in to_embed],
-                            [clean_answer(reference_text(refs[i])) for i in to_embed], embed_model)
+        sims = cosine_pairs([strip_answer(preds[i]) for i in to_embed],
+                            [strip_answer(reference_text(refs[i])) for i in to_embed], embed_model)
         from medrl.answers import Verdict, decide
 
         for i, s in zip(to_embed, sims):
             d = decide(preds[i], reference_text(refs[i]), question=questions[i])
             out[i] = d.verdict is Verdict.CORRECT or (not d.refused and bool(s >= embed_threshold))
     if to_judge:
-        from medrl.answer_guard import clean_answer
+        from medrl.answers.guard import strip_answer
 
         verdicts = await asyncio.gather(*(
-            judge.answer_correct(questions[i] or "", reference_text(refs[i]), clean_answer(preds[i]), image=images[i])
+            judge.answer_correct(questions[i] or "", reference_text(refs[i]), strip_answer(preds[i]), image=images[i])
             for i in to_judge))
         for i, v in zip(to_judge, verdicts):
             out[i] = bool(v.value) if v.scored else None

@@ -2,7 +2,7 @@
 "Format Reward", R_f in Eq. 14).
 
 R_format = 1 if, from the first ``<think>``, the response is exactly
-``<think>...</think> <answer>...</answer>`` (see :func:`medrl.parsing.is_well_formed`), else 0.
+``<think>...</think> <answer>...</answer>`` (see :func:`medrl.answers.completion.is_well_formed`), else 0.
 
 Guard (project addition): the answer block must come after the reasoning block - a stray
 ``<answer>`` (or any think/answer tag) before the first ``<think>`` gives 0, so a policy cannot
@@ -12,7 +12,7 @@ plain text and stays allowed.
 
 from __future__ import annotations
 
-from medrl.parsing import parse_response
+from medrl.answers.completion import parse_response
 from medrl.rewards import REWARDS
 from medrl.rewards.base import Reward, texts_of
 

@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 from medrl.judges import run_sync, shared_judge
 from medrl.judges.base import JudgeAuthError
-from medrl.parsing import completion_steps, parse_response
+from medrl.answers.completion import completion_steps, parse_response
 from medrl.rewards import REWARDS
 from medrl.rewards.base import column, reference_text, texts_of
 from medrl.rewards.correctness import decide_correct_async, exact_match, is_closed_question, normalize_answer
@@ -125,7 +125,7 @@ class MRPOProcessReward(JudgedReward):
 
     R_proc(r_k) = 1 when the judge marks step k as gold-aligned or answer-contributing; one judge
     call rates all steps of a rollout (App. C.3). Steps are the sentences of ``<think>``
-    (:func:`medrl.parsing.completion_steps`). The judge compares against ``gold_reasoning`` when
+    (:func:`medrl.answers.completion.completion_steps`). The judge compares against ``gold_reasoning`` when
     the record has it, else against ``evidence`` (modality, organ/location, answer).
 
     ``step_prompt`` picks the judge's rules (:data:`medrl.judges.prompts.STEP_PROMPTS`): ``"paper"``

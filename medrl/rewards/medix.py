@@ -38,9 +38,11 @@ from __future__ import annotations
 
 import string
 
-from medrl.answer_guard import clean_answer, guard_answer, is_placeholder, match_key  # noqa: F401
+from medrl.answers.guard import guard_answer, is_placeholder, match_key  # noqa: F401
+from medrl.answers.guard import strip_answer as clean_answer
 from medrl.rewards import REWARDS
-from medrl.rewards.base import Reward, answer_rejection, answer_rows, column, is_identity  # noqa: F401
+from medrl.rewards.base import Reward, answer_rejection, answer_rows, column, unreadable_rows  # noqa: F401
+from medrl.types import UNSCORABLE
 
 MEDIX_WEIGHTS = {"format": 0.10, "llm": 0.5175, "embed": 0.3375, "modality": 0.045}
 
@@ -135,7 +137,9 @@ def embed_batch(completions, columns, *, reward="medix_embed", **options) -> lis
     """Batch function of the ``medix_embed`` reward (parsed answers, ``None`` without a reference)."""
     parsed, refs, idx = answer_rows(completions, columns, reward=reward)
     questions = column(columns, "question", len(completions), reward=reward)
-    out: list[float | None] = [None] * len(completions)
+    out: list = [None] * len(completions)
+    for i in unreadable_rows(parsed, refs):
+        out[i] = UNSCORABLE  # the completion has no one answer (two answer blocks, text after it)
     scores = embed_rewards([parsed[i].answer for i in idx], [refs[i] for i in idx], **options,
                            questions=[questions[i] for i in idx])
     for i, s in zip(idx, scores):

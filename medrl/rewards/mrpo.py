@@ -13,14 +13,14 @@
 
 In training the three terms are three TRL reward functions with weight 1 each (``mrpo_answer``,
 ``mrpo_process`` from the judges, ``mrpo_length``): their weighted sum is Eq. 5. Steps come from
-:func:`medrl.parsing.split_steps` on the ``<think>`` text; no ``<think>`` block means K = 0.
+:func:`medrl.answers.completion.split_steps` on the ``<think>`` text; no ``<think>`` block means K = 0.
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from medrl.parsing import split_steps
+from medrl.answers.completion import split_steps
 from medrl.rewards import REWARDS
 from medrl.rewards.base import Reward, answer_metric, answer_rejection, parse_all
 from medrl.rewards.lexical import bleu1, rouge1

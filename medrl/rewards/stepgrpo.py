@@ -23,9 +23,9 @@ A row whose key steps are missing/empty is unscorable by default (``missing_key_
 Soft matching (the paper names it but gives no algorithm; each mode is a project heuristic),
 all on the ``<think>`` text after :func:`medrl.rewards.correctness.normalize_answer`:
 
-- ``"soft"`` (default): every form is widened with :func:`medrl.clinical.forms.equivalent_forms`
+- ``"soft"`` (default): every form is widened with :func:`medrl.answers.clinical.forms.equivalent_forms`
   (CT <-> computed tomography, x-ray/xray, 2/two) and matched against the reasoning as written
-  and in the shared lexicon's canonical wording (:func:`medrl.clinical.lexicon.canonical_text`:
+  and in the shared lexicon's canonical wording (:func:`medrl.answers.clinical.lexicon.canonical_text`:
   "renal" = "kidney"); a form matches when it occurs as whole
   words, or - for forms of 5+ characters - when a window of the reasoning with the form's word
   count matches it word by word: each word equal, or both of 4+ characters with a character
@@ -39,7 +39,7 @@ all on the ``<think>`` text after :func:`medrl.rewards.correctness.normalize_ans
 - ``"fuzzy"``: the same without the widening of forms;
 - ``"substring"``: whole-word occurrence of a given form only (with the negation guard);
 - ``"embedding"``: the cosine between the form and its closest reasoning step
-  (:func:`medrl.parsing.split_steps`) is >= ``match_threshold`` (default 0.7), with the
+  (:func:`medrl.answers.completion.split_steps`) is >= ``match_threshold`` (default 0.7), with the
   sentence encoder of :mod:`medrl.common.embeddings` (optional; needs an encoder);
 - ``"r1vl"``: R1-VL's released matcher (``src/open_r1/grpo.py``, ``key_step_single``): the texts
   of the completion's ``### Step N:`` sections joined and lower-cased, and a key step matches
@@ -67,9 +67,9 @@ import difflib
 import re
 from typing import Any, Sequence
 
-from medrl.clinical.forms import equivalent_forms
-from medrl.clinical.lexicon import NEGATION_WORDS, canonical_text
-from medrl.parsing import parse_response, split_steps
+from medrl.answers.clinical.forms import equivalent_forms
+from medrl.answers.clinical.lexicon import NEGATION_WORDS, canonical_text
+from medrl.answers.completion import parse_response, split_steps
 from medrl.rewards import REWARDS
 from medrl.rewards.base import Reward, column, guard_correct, parse_all, reference_text, texts_of
 from medrl.rewards.correctness import batch_correct, check_rule, normalize_answer
@@ -113,7 +113,7 @@ def key_step_forms(step: Any) -> list[str]:
 
 
 def widened_forms(forms: Sequence[str]) -> list[str]:
-    """``forms`` plus :func:`medrl.clinical.forms.equivalent_forms` of each and their canonical
+    """``forms`` plus :func:`medrl.answers.clinical.forms.equivalent_forms` of each and their canonical
     lexicon wording, normalised, deduplicated."""
     out: list[str] = []
     for f in forms:
@@ -262,7 +262,7 @@ def validity_parts(text: str, min_reasoning_steps: int = 2, background_window: i
                    min_step_words: int = 3) -> dict:
     """Heuristic StepRVR checks (Eq. 3) on one response; the paper gives no detector.
 
-    Steps are the :func:`medrl.parsing.split_steps` of the ``<think>`` text that have at least
+    Steps are the :func:`medrl.answers.completion.split_steps` of the ``<think>`` text that have at least
     ``min_step_words`` words, repeats dropped (padding such as "Blah. Blah." is no step).
 
     - ``background``: index of the first step containing a :data:`DESCRIPTION_CUES` word (an

@@ -50,7 +50,7 @@ def estimate_judge_cost(recipe: Any, records: Sequence | int, *, price: Price | 
     """
     from medrl.data.prompts import format_target
     from medrl.judges import prompts
-    from medrl.parsing import completion_steps, parse_response
+    from medrl.answers.completion import completion_steps, parse_response
 
     grpo = dict(recipe.grpo or {})
     g = int(grpo.get("num_generations", 8))

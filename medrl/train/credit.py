@@ -73,7 +73,7 @@ def rollout_row(
     spans and validities (``None`` entries allowed: no verdicts). ``fields`` (step, rollout,
     record_id, ...) are copied in front.
     """
-    from medrl.parsing import parse_response
+    from medrl.answers.completion import parse_response
 
     offsets = [(int(a), int(b)) for a, b in offsets]
     adv = [float(a) for a in token_advantages]
@@ -156,7 +156,7 @@ class CreditWriter:
         from scoring this batch.
         """
         from medrl.common.jsonl import append_jsonl
-        from medrl.parsing import completion_steps, completion_token_offsets, step_token_spans
+        from medrl.answers.completion import completion_steps, completion_token_offsets, step_token_spans
 
         alg = trainer.medrl_algorithm
         names = list(trainer.reward_func_names)

@@ -267,7 +267,7 @@ def knowledge_injection(model: str | os.PathLike, records: Sequence, output_dir:
     from medrl.data import read_jsonl, write_jsonl
     from medrl.data.curation.exemplars import knowledge_exemplars
     from medrl.models import generate, load_policy
-    from medrl.parsing import parse_response
+    from medrl.answers.completion import parse_response
     from medrl.rewards.correctness import correctness_column
 
     output_dir.mkdir(parents=True, exist_ok=True)

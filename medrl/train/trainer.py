@@ -216,7 +216,7 @@ class MedGRPOTrainer(GRPOTrainer):
         return out
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        from medrl.parsing import completion_text
+        from medrl.answers.completion import completion_text
         from medrl.train.guards import check_reasoning_kept, uses_parsed_content
 
         batch = self._batch
@@ -294,7 +294,7 @@ class MedGRPOTrainer(GRPOTrainer):
         """Decide every rollout's correctness once (and every corrupted rollout's) for all rewards
         that read it: ``batch.correct`` / ``batch.corrupted_correct``
         (:func:`medrl.rewards.correctness.correctness_column`, mode ``algorithm.correctness``)."""
-        from medrl.parsing import parse_response
+        from medrl.answers.completion import parse_response
         from medrl.rewards.correctness import correctness_column, uses_correctness, uses_corrupted_correctness
 
         inputs = batch.inputs
@@ -306,7 +306,7 @@ class MedGRPOTrainer(GRPOTrainer):
         key = "images" if "images" in inputs[0] else "image"
         k = len(texts)
         ok = correctness_column(
-            [parse_response(t).answer for col in texts.values() for t in col],
+            [parse_response(t) for col in texts.values() for t in col],  # a completion with no one answer: None
             [x.get("answer") for x in inputs] * k, questions=[x.get("question") for x in inputs] * k,
             answer_types=[x.get("answer_type") for x in inputs] * k,
             open_ended=[x.get("open_ended") for x in inputs] * k, images=[x.get(key) for x in inputs] * k,

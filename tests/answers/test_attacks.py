@@ -59,11 +59,13 @@ def test_training_and_evaluation_agree_on_generated_variants():
     from medrl.rewards.attack_rates import measure
 
     rates = measure(REFS, per_reference=10, seed=3)
-    assert rates.total >= 70
+    assert rates.total >= 200
     assert rates.rate("disagree") == 0.0, rates.examples.get("disagree")
     assert rates.rate("paid_flip") == 0.0 and rates.rate("paid_unknown") == 0.0, rates.examples
-    assert rates.rate("refused_preserve") <= 0.05, rates.examples.get("refused_preserve")
-    assert rates.rate("override_refused") <= 0.005, rates.examples.get("override_refused")
+    assert rates.rate("paid_before_judge") == 0.0, rates.examples.get("paid_before_judge")
+    assert rates.rate("refused_offline") <= 0.05, rates.examples.get("refused_offline")
+    assert rates.rate("refused_before_judge") <= 0.005, rates.examples.get("refused_before_judge")
+    assert set(rates.by_family) >= {"completion", "modal", "relation", "zero", "ordinal", "shorthand", "unicode"}
 
 
 def test_generate_is_deterministic_and_covers_every_family():

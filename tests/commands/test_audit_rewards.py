@@ -31,10 +31,13 @@ def test_a_bare_jsonl_path_is_read_and_open_and_closed_are_mixed(tmp_path):
     path = write_records(tmp_path, ["liver", "yes", "spleen", "no", "kidney", "no"])
     recs = audit_rewards.load_audit_records(str(path), None, 2)
     # 3 open, 3 closed; n=2 -> one of each, the first of each kind (every k-th, k = 3)
-    assert [(r.id, r.answer) for r in recs] == [("r0", "liver"), ("r1", "yes")]
+    assert [(r.id, r.answer) for r in recs[f"jsonl:{path}"]] == [("r0", "liver"), ("r1", "yes")]
     # n=4 -> two of each, every 1.5-th: open indices 0, 1 (liver, spleen), closed 0, 1 (yes, no)
     recs = audit_rewards.load_audit_records(f"jsonl:{path}", None, 4)
-    assert [r.answer for r in recs] == ["liver", "spleen", "yes", "no"]
+    assert [r.answer for r in recs[f"jsonl:{path}"]] == ["liver", "spleen", "yes", "no"]
+    # several sources, comma-separated: records by source
+    both = audit_rewards.load_audit_records(f"{path},jsonl:{path}", None, 2)
+    assert list(both) == [f"jsonl:{path}"] and len(both[f"jsonl:{path}"]) == 2  # the same source once
 
 
 def test_recipe_without_rewards_is_refused(capsys):

@@ -257,7 +257,7 @@ def test_extract_key_steps_with_forms_and_evidence_fallback(tmp_path):
                       "steps_not_in_reasoning": 0}
     assert out[0].key_steps == ["CT scan", "left kidney"]
     forms = out[0].extras["key_step_forms"][0]
-    assert forms[0] == "CT scan" and "computed tomography" in forms  # lexicon synonyms (medrl.clinical)
+    assert forms[0] == "CT scan" and "computed tomography" in forms  # lexicon synonyms (medrl.answers.clinical)
     assert "ct scan" not in forms  # case-only variants are not repeated
     assert out[1].key_steps is None and out[1].extras["key_steps_source"] == "unscored"
     assert out[2].key_steps == ["MRI", "Abdomen", "Cyst"] and out[2].extras["key_steps_source"] == "evidence"

@@ -78,7 +78,7 @@ def test_labels_are_balanced_per_question_type():
 
 def test_record_fields_and_gold_chains_for_every_question_type(tmp_path):
     from medrl.common.modality import MODALITY_TAGS
-    from medrl.parsing import split_steps
+    from medrl.answers.completion import split_steps
 
     recs = phantom_records("train", 24, cache_dir=tmp_path, config=PhantomConfig(question_types=ph.QUESTION_TYPES,
                                                                                  size_unit="cm"))

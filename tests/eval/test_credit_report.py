@@ -20,7 +20,7 @@ from medrl.eval.credit_report import (
     token_color,
 )
 from medrl.common.jsonl import write_jsonl
-from medrl.parsing import completion_steps, step_token_spans
+from medrl.answers.completion import completion_steps, step_token_spans
 from medrl.train.credit import rollout_row
 
 STEPS = ["The film is a chest X-ray.", "Let me think about this.", "The heart looks large.",

@@ -321,7 +321,7 @@ def test_analyze_without_protocol_uses_mrpo_criterion_and_leaves_closed_rows_out
 def test_qwen3_thinking_tag_is_read_as_reasoning():
     """Qwen3 models write <thinking>...</thinking>: the steps, the judged answer and the step
     verification read it like <think>; the strict format check (the papers' format reward) does not."""
-    from medrl.parsing import completion_steps, parse_response, prediction_text
+    from medrl.answers.completion import completion_steps, parse_response, prediction_text
 
     out = "<thinking>The film is a chest X-ray. The right costophrenic angle is blunted.</thinking>\n<answer>pleural effusion</answer>"
     p = parse_response(out)

@@ -60,7 +60,7 @@ def test_agreement_between_judges_and_with_human_labels(tmp_path):
                 progress=False)
     res = W.agreement_report(a, tmp_path / "flip", tmp_path / "agr")
     # 9 scored outputs, A: 4 correct / 5 wrong. The 5 wrong answers contradict their reference, so
-    # the graders' guard scores them 0 before any judge (medrl.equivalence.grading_refusal); B flips
+    # the graders' guard scores them 0 before any judge (medrl.answers.equivalence.grading_refusal); B flips
     # only the 4 judged labels -> B: 0 correct / 9 wrong. p_o = 5/9,
     # p_e = (4/9)(0/9) + (5/9)(9/9) = 5/9, kappa = (5/9 - 5/9) / (1 - 5/9) = 0
     assert res["total"]["n"] == 9 and abs(res["total"]["agreement"] - 5 / 9) < 1e-12

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from medrl.clinical.lexicon import canonical_text, load_lexicon
-from medrl.clinical.mismatch import category_mismatch as hard_mismatch  # the one hard_mismatch is medrl.equivalence's
-from medrl.clinical.negation import negated_tokens, uncertain_tokens
+from medrl.answers.clinical.lexicon import canonical_text, load_lexicon
+from medrl.answers.clinical.mismatch import category_mismatch as hard_mismatch  # the one hard_mismatch is medrl.answers.equivalence's
+from medrl.answers.clinical.negation import negated_tokens, uncertain_tokens
 from medrl.judges import run_sync
 from medrl.judges.reference import ReferenceJudge
 

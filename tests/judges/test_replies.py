@@ -10,7 +10,7 @@ import pytest
 
 from medrl.judges import prompts
 from medrl.judges.cache import JudgeCache, cache_key
-from medrl.answer_guard import guard_answer
+from medrl.answers.guard import guard_answer
 from medrl.judges.replies import (
     VerdictParseError,
     parse_audit,

@@ -17,7 +17,7 @@ from medrl.judges import prompts, run_sync
 from medrl.judges.openai_judge import OpenAIJudge
 from medrl.judges.reference import ReferenceJudge
 from medrl.judges.reference.steps import MAX_CLAIMS, restatement, split_claims
-from medrl.parsing import completion_steps
+from medrl.answers.completion import completion_steps
 from medrl.judges.server import ReferenceBackend, create_app, serve_in_thread
 from medrl.rewards import REWARDS
 

@@ -73,7 +73,7 @@ def test_combined_recipe_composes_the_four_methods_in_order(trainer):
 
 def test_combined_token_advantages_match_a_hand_computation(trainer, records):
     from medrl.data import to_hf_dataset
-    from medrl.parsing import completion_token_offsets, step_token_spans
+    from medrl.answers.completion import completion_token_offsets, step_token_spans
 
     recipe, tr = trainer
     tr.model.train()

@@ -234,7 +234,7 @@ def test_mrpo_token_advantages_land_on_step_tokens(family, build, records, judge
 
 def check_mrpo_alignment(family, path, records, judge, tmp_path, overrides=()):
     """The body of the test above (also run by the GPU suite with bf16 overrides)."""
-    from medrl.parsing import completion_token_offsets, step_token_spans
+    from medrl.answers.completion import completion_token_offsets, step_token_spans
 
     _, tr = _rl_trainer("mrpo", path, records, judge, tmp_path,
                         overrides=[f"grpo.max_completion_length={MAX_LEN + 16}", "grpo.per_device_train_batch_size=4",

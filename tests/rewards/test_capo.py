@@ -4,7 +4,7 @@ import pytest
 
 from medrl.rewards import REWARDS
 from medrl.rewards.capo import decision_accuracy_reward, perception_consistency_reward, total_reward
-from medrl.rewards.correctness import heuristic_correct, normalize_answer
+from medrl.rewards.correctness import decide_exact, normalize_answer
 
 
 def resp(answer):
@@ -16,20 +16,20 @@ def test_normalize_answer():
     assert normalize_answer(None) == ""
 
 
-def test_heuristic_correct():
-    assert heuristic_correct("The left lung.", "left lung")
-    assert not heuristic_correct("right lung", "left lung")
+def test_decide_exact():
+    assert decide_exact("The left lung.", "left lung")
+    assert not decide_exact("right lung", "left lung")
     # yes/no references: first word decides
-    assert heuristic_correct("Yes, there is a mass", "yes")
-    assert not heuristic_correct("no", "Yes")
-    assert not heuristic_correct("", "yes") and not heuristic_correct(None, "yes")
+    assert decide_exact("Yes, there is a mass", "yes")
+    assert not decide_exact("no", "Yes")
+    assert not decide_exact("", "yes") and not decide_exact(None, "yes")
     # rouge1 rule: pred {left, lower, lobe} vs ref {lower, lobe, of, the, left, lung}: overlap 3,
     # P = 1, R = 3/6 = 0.5, F = 2 * 0.5 / 1.5 = 0.667 >= 0.5
-    assert heuristic_correct("left lower lobe", "lower lobe of the left lung", rule="rouge1")
-    assert not heuristic_correct("left lower lobe", "lower lobe of the left lung")
-    assert not heuristic_correct("left lower lobe", "lower lobe of the left lung", rule="rouge1", threshold=0.7)
+    assert decide_exact("left lower lobe", "lower lobe of the left lung", rule="rouge1")
+    assert not decide_exact("left lower lobe", "lower lobe of the left lung")
+    assert not decide_exact("left lower lobe", "lower lobe of the left lung", rule="rouge1", threshold=0.7)
     with pytest.raises(ValueError):
-        heuristic_correct("a", "b", rule="magic")
+        decide_exact("a", "b", rule="magic")
 
 
 def test_decision_accuracy_eq2():
@@ -68,8 +68,10 @@ def test_capo_accuracy_callable():
     answers = ["Left lung", "left lung", None, "left lung"]
     assert fn(["p"] * 4, comps, answer=answers) == [0.8, 0.0, None, 0.0]
     # judge verdicts in a `correct` column win, except over the guard: "right lung" for "left lung"
-    # (side flipped) and a missing answer can never be correct, whatever the column says
-    assert fn(["p"] * 4, comps, answer=answers, correct=[False, True, True, None]) == [0.0, 0.0, 0.8, 0.0]
+    # (side flipped) and a missing answer can never be correct, whatever the column says; a row the
+    # column leaves unscorable (None: a judge outage, a completion with two answers) stays unscorable
+    assert fn(["p"] * 4, comps, answer=answers, correct=[False, True, True, True]) == [0.0, 0.0, 0.8, 0.0]
+    assert fn(["p"] * 4, comps, answer=answers, correct=[False, True, True, None]) == [0.0, 0.0, 0.8, None]
     # None in it = undecided = unscorable
     assert fn(["p"], [resp("the left lung")], answer=["left lung"], correct=[None]) == [None]
     # ...unless told to ignore it

@@ -109,9 +109,10 @@ def test_modes_and_one_request_per_row():
     refs = ["left kidney"] * 4 + ["yes", "yes", "Left kidney", None, "left kidney"]
     out = correctness_column(preds, refs, questions=["Where?"] * 9, images=["img"] * 9, judge=judge)
     # exact (no call), lexicon identity (no call), hard mismatch: other side (no call), judge unscored -> None,
-    # closed exact, closed exact, judge YES, no reference, hard mismatch: the side dropped (no call)
+    # closed exact, closed exact, judge YES, no reference, the side dropped: the offline rules refuse it, but
+    # it is not certainly wrong, so the judge is asked (docs/judges.md "Two tiers") and says NO
     assert out == [True, True, False, None, True, False, True, None, False]
-    assert [c[2] for c in judge.calls] == ["left kidney cortex", "left kidney, upper pole"]
+    assert [c[2] for c in judge.calls] == ["left kidney cortex", "left kidney, upper pole", "kidney region"]
     assert all(c[3] == "img" for c in judge.calls)  # the record's image goes with each request
     # exact mode never asks the judge; what the answer structure cannot settle is not correct there
     judge.calls.clear()
@@ -152,6 +153,38 @@ def test_rewards_reuse_the_correct_columns_and_never_call_the_judge():
     assert len(judge.calls) == 3  # the judge de-duplicates identical requests (a real one caches)
     for name in ("capo_accuracy", "capo_perception", "steprar", "medix_llm"):
         assert REWARDS.get(name).uses_correctness
+
+
+def test_a_completion_with_no_one_answer_is_unscorable_without_a_judge_request():
+    """The trainer hands parsed completions: two answer blocks or a retraction after the answer give
+    no answer (None: the rewards that read the column mark the rollout UNSCORABLE)."""
+    from medrl.answers.completion import parse_response
+
+    judge = CountingJudge(accept={"Left kidney", "left kidney, upper pole"})
+    texts = [wrap("Left kidney") + "<answer>Right kidney</answer>", wrap("Left kidney") + " Actually, the right one.",
+             wrap("left kidney, upper pole"), wrap("Left kidney")]
+    out = correctness_column([parse_response(x) for x in texts], ["Left kidney"] * 4, questions=["Where?"] * 4,
+                             judge=judge)
+    assert out == [None, None, True, True]
+    assert [c[2] for c in judge.calls] == ["left kidney, upper pole"]
+    cols = dict(answer=["Left kidney"] * 4, question=["Where?"] * 4, correct=out, key_steps=[["left kidney"]] * 4)
+    for name in ("capo_accuracy", "steprar"):
+        r = REWARDS.get(name)()
+        assert r(["q"] * 4, texts, **cols)[:2] == [None, None] and r.last_unscorable[:2] == [0, 1], name
+
+
+def test_with_a_judge_only_what_is_certainly_wrong_is_refused_first():
+    """docs/judges.md "Two tiers": a dropped side is refused by the offline rules but asked of an LLM
+    judge; the judge's verdict stands for CAPO / StepRAR (guard_correct forces only the certain tier)."""
+    from medrl.rewards.base import guard_correct
+
+    judge = CountingJudge(accept={"kidney"})
+    out = correctness_column(["kidney", "right kidney", "Kidney, left"], ["Left kidney"] * 3,
+                             questions=["Where?"] * 3, judge=judge)
+    assert out == [True, False, False] and [c[2] for c in judge.calls] == ["kidney", "Kidney, left"]
+    assert correctness_column(["kidney"], ["Left kidney"], mode="exact") == [False]  # no judge: the whole decision
+    cols = dict(question=["Where?"] * 2)
+    assert guard_correct(["kidney", "right kidney"], ["Left kidney"] * 2, [True, True], cols, reward="t") == [True, False]
 
 
 def test_rewards_without_the_column_apply_the_guard():

@@ -308,8 +308,8 @@ def test_mrpo_token_advantages_and_loss_terms_differ_from_grpo_exactly_on_shaped
     value differs from A_i, and the per-token loss gradients follow the advantages."""
     import math
 
-    from medrl.parsing import step_token_spans
-    from medrl.parsing import completion_token_offsets
+    from medrl.answers.completion import step_token_spans
+    from medrl.answers.completion import completion_token_offsets
 
     tr, inputs = _fixed_batch_trainer("mrpo", tiny, records, judge, tmp_path)
     tok = tr._tokenizer

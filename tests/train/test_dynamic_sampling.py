@@ -89,7 +89,7 @@ def _text(answer):
 
 
 def exact_reward(completions, answer, **kw):
-    from medrl.parsing import completion_text, parse_response
+    from medrl.answers.completion import completion_text, parse_response
 
     return [float((parse_response(completion_text(c)).answer or "").casefold() == ref.casefold())
             for c, ref in zip(completions, answer)]
@@ -127,7 +127,7 @@ def build(records, tiny, out, per_device, max_steps=1, dynamic=True):
 
 def kept(tr, out) -> list[tuple[str, str]]:
     """(question, answer) of every row of a merged batch, decoded."""
-    from medrl.parsing import parse_response
+    from medrl.answers.completion import parse_response
 
     tok = tr._tokenizer
     prompts = tok.batch_decode(out["prompt_ids"], skip_special_tokens=True)

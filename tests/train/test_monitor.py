@@ -137,8 +137,8 @@ def _exploit(rec):
 
 def weak_reward(completions, answer, **kw):
     """Pays when the reference word occurs anywhere in the answer: lists win."""
-    from medrl.answer_guard import match_key
-    from medrl.parsing import completion_text, parse_response
+    from medrl.answers.guard import match_key
+    from medrl.answers.completion import completion_text, parse_response
 
     out = []
     for c, ref in zip(completions, answer):
@@ -149,7 +149,7 @@ def weak_reward(completions, answer, **kw):
 
 def honest_reward(completions, answer, **kw):
     """Exact match after the answer guard."""
-    from medrl.parsing import completion_text, parse_response
+    from medrl.answers.completion import completion_text, parse_response
     from medrl.train.monitor import independent_verdict
 
     return [1.0 if independent_verdict(parse_response(completion_text(c)).answer, ref) else 0.0

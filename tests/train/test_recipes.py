@@ -66,7 +66,7 @@ def test_mrpo_options_and_reward_weights(tmp_path):
     import torch
 
     from medrl.methods import MedBatch
-    from medrl.parsing import completion_steps
+    from medrl.answers.completion import completion_steps
 
     from medrl.methods.base import estimate_advantages
     from medrl.train.recipes import run_methods
@@ -241,7 +241,7 @@ class _CharTokenizer:
 
 
 def test_prefix_decoding_offsets_cover_each_token():
-    from medrl.parsing import completion_token_offsets
+    from medrl.answers.completion import completion_token_offsets
 
     text = "ab c"
     ids = [ord(c) for c in text] + [0]  # EOS is dropped by decoding: empty span at the end
@@ -253,8 +253,8 @@ def test_fast_tokenizer_offsets_match_step_spans():
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    from medrl.parsing import completion_steps, step_token_spans
-    from medrl.parsing import completion_token_offsets, prefix_decode_offsets
+    from medrl.answers.completion import completion_steps, step_token_spans
+    from medrl.answers.completion import completion_token_offsets, prefix_decode_offsets
 
     raw = Tokenizer(models.BPE(unk_token="[UNK]"))
     raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)

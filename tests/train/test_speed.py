@@ -148,7 +148,7 @@ def test_completion_only_scoring_steps_aside_for_another_layout():
 
 
 def length_reward(completions, **kw):
-    from medrl.parsing import completion_text
+    from medrl.answers.completion import completion_text
 
     return [len(completion_text(c)) / 10.0 for c in completions]
 

@@ -87,7 +87,7 @@ def dataset(kind: str = "standard", n: int = 4, iterable: bool = False):
 
 
 def length_reward(completions, **kw):
-    from medrl.parsing import completion_text
+    from medrl.answers.completion import completion_text
 
     return [len(completion_text(c)) / 10.0 for c in completions]
 
@@ -103,7 +103,7 @@ def not_applicable(completions, **kw):
 
 def mrpo_answer(completions, answer, **kw):
     """Stand-in R_ans for the MRPO runs: 1 when the parsed answer equals the reference."""
-    from medrl.parsing import completion_text, parse_response
+    from medrl.answers.completion import completion_text, parse_response
 
     return [float((parse_response(completion_text(c)).answer or "").strip() == a) for c, a in zip(completions, answer)]
 

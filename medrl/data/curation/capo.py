@@ -41,7 +41,7 @@ def _check_all(record: VQARecord, responses: Sequence[str], check, concurrency: 
                correctness: str = "auto") -> list[bool | None]:
     if hasattr(check, "answer_correct"):
         from medrl.judges.base import run_sync
-        from medrl.parsing import parse_response
+        from medrl.answers.completion import parse_response
         from medrl.rewards.correctness import correctness_column_async, is_closed_question
 
         n = len(responses)

@@ -33,7 +33,7 @@ def add_evidence(records: Sequence[VQARecord], *, key_steps: bool = True, augmen
     ``key_steps``, fill missing ``key_steps`` from :func:`evidence_key_steps` (marked
     ``extras["key_steps_source"] = "evidence"``; equivalent forms in ``extras["key_step_forms"]``
     when ``augment``). Records with gold reasoning are returned unchanged."""
-    from medrl.clinical.forms import equivalent_forms
+    from medrl.answers.clinical.forms import equivalent_forms
 
     out, n_ev, n_ks = [], 0, 0
     for rec in records:

@@ -4,7 +4,7 @@ Key steps are "the essential variables and equations that directly contribute to
 solution", extracted from the gold reasoning by an LLM and cut down to "the core few words";
 each is then "augment[ed] into multiple equivalent formats" so soft matching does not miss a
 step written differently. Here the judge's ``extract_key_steps`` does the extraction and
-:func:`medrl.clinical.forms.equivalent_forms` (a rule-based heuristic on the shared lexicon)
+:func:`medrl.answers.clinical.forms.equivalent_forms` (a rule-based heuristic on the shared lexicon)
 the augmentation.
 
 Records without gold reasoning get key steps from their reference evidence instead
@@ -23,7 +23,7 @@ from typing import Sequence
 from medrl.data.curation._judged import run_judged
 from medrl.data.curation.evidence import evidence_key_steps
 from medrl.data.curation.resume import ResultLog
-from medrl.clinical.forms import equivalent_forms  # noqa: F401  (re-exported; shared with StepRAR)
+from medrl.answers.clinical.forms import equivalent_forms  # noqa: F401  (re-exported; shared with StepRAR)
 from medrl.data.record import VQARecord
 from medrl.rewards.stepgrpo import key_step_ratio
 from medrl.types import Verdict

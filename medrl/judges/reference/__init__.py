@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from medrl.answer_guard import strip_answer
+from medrl.answers.guard import strip_answer
 from medrl.answers import option_label_match
 from medrl.judges.base import JUDGES, JudgeStats
 from medrl.judges.reference import answers, steps as _steps, tasks

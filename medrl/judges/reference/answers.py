@@ -1,7 +1,7 @@
 """Answer correctness of the reference judge (MediX-R1 Sec. 2.3 LLM-judge criterion; MRPO App. H.1).
 
 One call to the one answer decision (:func:`medrl.answers.decide`, built on the default-deny
-answer equivalence :func:`medrl.equivalence.equivalent`; the order is in its docstring and in
+answer equivalence :func:`medrl.answers.equivalence.equivalent`; the order is in its docstring and in
 ``docs/judges.md``, "The one answer decision"): correct only when the structure accounts for every
 word of the answer. What the decision leaves undecided is *not correct* here, with the reason - an LLM
 judge decides such answers; this offline judge does not guess.

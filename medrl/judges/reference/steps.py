@@ -22,7 +22,7 @@ About the step as a whole:
 - Run-on steps (:func:`split_claims`): a step with more than ``MAX_CLAIMS`` claims (clauses with
   their own finite verb) or more than ``MAX_WORDS`` words gets 0/0. A step of several claims is
   judged as a whole, one verdict per parsed step (so MRPO's token spans, Eq. 7, stay aligned with
-  :func:`medrl.parsing.split_steps`): 0/0 when any claim is wrong; gold-aligned only when every
+  :func:`medrl.answers.completion.split_steps`): 0/0 when any claim is wrong; gold-aligned only when every
   claim is supported; contributing when it or one of its claims contributes.
 
 ``step_prompt="paper"`` applies MRPO App. H.2's rules only, as :func:`medrl.judges.prompts.verify_steps`
@@ -56,11 +56,11 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from medrl.answer_guard import is_yes_no, yes_no
-from medrl.clinical.lexicon import all_tokens, canonical_text, content_tokens
-from medrl.clinical.mismatch import _GROUPS as _MISMATCH_GROUPS
-from medrl.clinical.mismatch import group_values, levels
-from medrl.clinical.negation import negated_tokens
+from medrl.answers.guard import is_yes_no, yes_no
+from medrl.answers.clinical.lexicon import all_tokens, canonical_text, content_tokens
+from medrl.answers.clinical.mismatch import _GROUPS as _MISMATCH_GROUPS
+from medrl.answers.clinical.mismatch import group_values, levels
+from medrl.answers.clinical.negation import negated_tokens
 from medrl.judges.prompts import STEP_MAX_CLAIMS, STEP_MAX_WORDS
 from medrl.judges.reference.words import (
     _EVASION, _LOCATION_REGION, _META, _MODALITY_WORDS, _ORGANS, _aligned, _regions_of, _same_word, _sentences,

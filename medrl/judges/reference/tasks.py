@@ -15,8 +15,8 @@ key-step extraction. Each is a pure function of the texts; :class:`ReferenceJudg
 
 from __future__ import annotations
 
-from medrl.answer_guard import guard_answer
-from medrl.clinical.lexicon import NEGATION_WORDS
+from medrl.answers.guard import guard_answer
+from medrl.answers.clinical.lexicon import NEGATION_WORDS
 from medrl.judges.reference.answers import _f1
 from medrl.judges.reference.words import (
     _AUX, _KEY_FILLER, _META, _MODALITY_WORDS, _NEG, _ORGANS, _WH, _negated, _opposed, _sentences, canon_tokens,

@@ -2,7 +2,7 @@
 words, body regions and the organs inside them, and the small word-matching helpers every rule uses.
 
 The clinical lexicon itself (abbreviations, synonyms, spellings) lives in
-:mod:`medrl.clinical.lexicon` (``lexicon.tsv``); this module only adds the judge's own word lists.
+:mod:`medrl.answers.clinical.lexicon` (``lexicon.tsv``); this module only adds the judge's own word lists.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import re
 from difflib import SequenceMatcher
 from typing import Sequence
 
-from medrl.clinical.lexicon import all_tokens, stem, typo_equal
+from medrl.answers.clinical.lexicon import all_tokens, stem, typo_equal
 
 _STOP = set(
     """a an the of in on at to for from by with and or but is are was were be been being this that
@@ -22,7 +22,7 @@ _STOP = set(
     demonstrate demonstrated evident likely also very some any each both all area region
     finding findings patient study view side part""".split()
 )
-from medrl.clinical.negation_terms import terms as _negation_terms  # noqa: E402 (medrl/clinical/negation.tsv)
+from medrl.answers.clinical.negation_terms import terms as _negation_terms  # noqa: E402 (medrl/answers/clinical/negation.tsv)
 
 _NEG = set(_negation_terms("step"))
 _OPPOSITES = [
@@ -77,7 +77,7 @@ _SENT = re.compile(r"(?<=[.!?;])\s+|\n+")
 
 
 def canon_tokens(text: str | None, keep_stop: bool = False) -> list[str]:
-    """Lower-case canonical tokens from the one clinical lexicon (:func:`medrl.clinical.lexicon.all_tokens`:
+    """Lower-case canonical tokens from the one clinical lexicon (:func:`medrl.answers.clinical.lexicon.all_tokens`:
     abbreviations, synonyms and spellings mapped, plurals singular); stop words dropped unless ``keep_stop``."""
     toks = [t.replace("'", "") for t in all_tokens((text or "").replace("_", " "))]
     return toks if keep_stop else [t for t in toks if t not in _STOP]

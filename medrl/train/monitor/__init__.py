@@ -6,7 +6,7 @@ it, :meth:`HackingMonitor.observe` computes from the rollouts, their rewards and
 correctness column (all already in memory; no extra model or judge call):
 
 ``monitor/guard_refused``, ``monitor/guard/<reason>``, ``monitor/guard_reward/<reason>``
-    share of rollouts whose answer the answer guard (:func:`medrl.answer_guard.guard_answer`)
+    share of rollouts whose answer the answer guard (:func:`medrl.answers.guard.guard_answer`)
     refuses, in total and by reason (list, hedge, negation, padding, injection, placeholder,
     yes_no_open, hidden, stray_tag, one_char, no_alnum; a missing answer is ``format``, not a
     guard refusal), and the mean reward the refused ones earn. Alert ``guard/<reason>``: the share

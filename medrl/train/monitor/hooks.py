@@ -40,7 +40,7 @@ def default_probe(records: Sequence | None = None) -> Callable[[Any], float | No
 
     def probe(trainer) -> float | None:
         from medrl.models.generation import generate
-        from medrl.parsing import parse_response
+        from medrl.answers.completion import parse_response
         from medrl.rewards.correctness import correctness_column
 
         cfg = trainer._monitor.config

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 log = logging.getLogger(__name__)
 
-#: guard reason (medrl.answer_guard.guard_answer) -> the category the monitor logs
+#: guard reason (medrl.answers.guard.guard_answer) -> the category the monitor logs
 GUARD_CATEGORIES = ("list", "hedge", "negation", "padding", "injection", "placeholder", "yes_no_open",
                     "hidden", "stray_tag", "one_char", "no_alnum", "empty", "other")
 _REASON_PATTERNS = (("candidate list", "list"), ("hedge", "hedge"), ("negat", "negation"), ("padded", "padding"),
@@ -48,7 +48,7 @@ def guard_category(reason: str | None) -> str | None:
 
 @functools.lru_cache(maxsize=8192)
 def _guard(answer: str, reference: str | None, question: str | None) -> str | None:
-    from medrl.answer_guard import guard_answer
+    from medrl.answers.guard import guard_answer
 
     try:
         return guard_answer(answer, reference, question=question)
@@ -102,7 +102,7 @@ def shares_concept(answer: str, reference: str) -> bool:
     answer that shares none ("banana" for "femur") is wrong whatever a judge says; the shared
     correctness decision leaves such answers to its judge, so this is where a judge that accepts
     them shows up as disagreement."""
-    from medrl.clinical.lexicon import content_tokens, stem, typo_equal
+    from medrl.answers.clinical.lexicon import content_tokens, stem, typo_equal
 
     ref = {stem(t) for t in content_tokens(reference)}
     ans = {stem(t) for t in content_tokens(answer)}
@@ -142,7 +142,7 @@ def rollout_features(text: str, record: dict, n_tokens: int) -> dict[str, Any]:
     """Per-rollout monitor features: answer, guard reason and category, independent verdict,
     lengths (the answer's also relative to its reference's), repeated n-gram rate, restating
     steps, format validity."""
-    from medrl.parsing import parse_response, split_steps
+    from medrl.answers.completion import parse_response, split_steps
 
     p = parse_response(text)
     ref, q = record.get("answer"), record.get("question")

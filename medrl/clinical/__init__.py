@@ -1,1 +1,0 @@
-"""Clinical text layer (low level): lexicon, negation/uncertainty (negspacy), hard mismatches."""
