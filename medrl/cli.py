@@ -43,10 +43,10 @@ Run `medrl <command> --help` for the options of each command.
 
 
 def _epilog() -> str:
-    """The workflow above and the exit codes, from the one table (:mod:`medrl.exit_codes`)."""
+    """The workflow above and the exit codes, from the one table (:mod:`medrl.common.exit_codes`)."""
     import textwrap
 
-    from medrl.exit_codes import summary
+    from medrl.common.exit_codes import summary
 
     codes = textwrap.fill(f"Exit codes (all commands; docs/first-hour.md): {summary()}.", width=96)
     return EPILOG + codes + "\n"
@@ -100,11 +100,11 @@ MODEL_COMMANDS = ("train", "sft", "eval", "data")
 
 def run_command(args, name: str) -> int:
     """Run a parsed command: work offline when the hub cannot be reached, check ``--model``
-    first, and turn known errors into one line and an exit code of :class:`medrl.exit_codes.Exit`
+    first, and turn known errors into one line and an exit code of :class:`medrl.common.exit_codes.Exit`
     (``MEDRL_TRACEBACK=1`` re-raises them)."""
     import os
 
-    from medrl.exit_codes import for_error
+    from medrl.common.exit_codes import for_error
 
     try:
         if name not in ("analyze",):
@@ -123,7 +123,7 @@ def run_command(args, name: str) -> int:
         if known is None or os.environ.get("MEDRL_TRACEBACK"):
             raise
         code, message = known
-        from medrl.exit_codes import command_hint
+        from medrl.common.exit_codes import command_hint
 
         print(f"medrl {name}: {command_hint(message, name)}", file=sys.stderr)  # hints name only its options
         return int(code)
@@ -133,7 +133,7 @@ def _check_model_files(given: str, path: str) -> None:
     """A model folder whose weights were cut short (a save that never finished: a full disk, a
     kill while ``final/`` was written) fails here with one line naming the file, not with a
     traceback from the loader (exit 5)."""
-    from medrl.exit_codes import ModelDamagedError
+    from medrl.common.exit_codes import ModelDamagedError
     from medrl.train.checkpoints import model_folder_problem
 
     why = model_folder_problem(path)

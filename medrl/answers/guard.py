@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import re
 
-from medrl.text import clean_text
+from medrl.common.text import clean_text
 
 PAD_RATIO = 4.0
 MIN_CAP_CHARS = 100
@@ -129,7 +129,7 @@ _NONE = ("none", "zero", "nil", "nothing")
 
 def strip_answer(text: str | None) -> str:
     """Whitespace and full stops stripped from both ends (MediX-R1 App. A.9 ``strip().strip('.')``);
-    lone surrogates replaced (:func:`medrl.text.clean_text`)."""
+    lone surrogates replaced (:func:`medrl.common.text.clean_text`)."""
     return clean_text(text or "").strip().strip(".").strip()
 
 

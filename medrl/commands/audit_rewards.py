@@ -148,7 +148,7 @@ def run(args) -> int:
                          else load_audit_records(args.data, args.data_dir, args.n))
             rates, text = _generated_rates(args, by_source)
         except (DataError, FileNotFoundError, ValueError) as exc:
-            from medrl.exit_codes import code_for, command_hint
+            from medrl.common.exit_codes import code_for, command_hint
 
             print(f"medrl audit-rewards: {command_hint(str(exc), 'audit-rewards')}", file=sys.stderr)
             return code_for(exc)
@@ -183,7 +183,7 @@ def run(args) -> int:
                                 images=images, image_max_side=(recipe.judge or {}).get("image_max_side", 768))
         funcs, _ = build_reward_funcs(recipe, judge=judge)
     except (RecipeError, DataError, FileNotFoundError, ValueError) as exc:
-        from medrl.exit_codes import code_for, command_hint
+        from medrl.common.exit_codes import code_for, command_hint
 
         print(f"medrl audit-rewards: {command_hint(str(exc), 'audit-rewards')}", file=sys.stderr)
         return code_for(exc)

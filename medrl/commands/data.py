@@ -320,7 +320,7 @@ def run(args) -> int:
         _write(out, args.out)
         return 0
     except (DataError, FileNotFoundError) as exc:
-        from medrl.exit_codes import Exit
+        from medrl.common.exit_codes import Exit
 
         print(f"medrl data: {exc}", file=sys.stderr)
         return int(Exit.DATA)

@@ -109,7 +109,7 @@ def run(args) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
     from medrl.commands.demo_pipeline import DemoStateMismatch, make_config, run_demo
-    from medrl.exit_codes import Exit
+    from medrl.common.exit_codes import Exit
     from medrl.common.paths import DATA_HELP, data_root
 
     try:

@@ -261,7 +261,7 @@ def run(args) -> int:
         hint = "" if getattr(args, "skip_invalid", False) or "skip-invalid" in str(exc) else \
             " (pass --skip-invalid to skip such records)"
         print(f"medrl eval: invalid data: {exc}{hint}", file=sys.stderr)
-        from medrl.exit_codes import Exit
+        from medrl.common.exit_codes import Exit
 
         return int(Exit.DATA)
     except ValueError as exc:  # a bad setting found once the run started (--max-new-tokens, refinement)

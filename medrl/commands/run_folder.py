@@ -1,5 +1,5 @@
 """What every command that writes a run folder does around its work: one writer per folder
-(:func:`medrl.runlock.run_lock`: a second process on the same ``--out`` is refused naming the
+(:func:`medrl.common.runlock.run_lock`: a second process on the same ``--out`` is refused naming the
 first one's PID) and ``--allow-outside-data-root`` for the whole run (training workers started
 from here inherit it through the environment)."""
 
@@ -39,7 +39,7 @@ def run_in_folder(args, command: str, work: Callable[[], int]) -> int:
     from pathlib import Path
 
     from medrl.data.images import allow_outside_data_root
-    from medrl.runlock import HOLDER_NAME, LOCK_NAME, run_lock
+    from medrl.common.runlock import HOLDER_NAME, LOCK_NAME, run_lock
 
     out = Path(args.out) if getattr(args, "out", None) else None
     locking = out is not None and not getattr(args, "dry_run", False)

@@ -287,7 +287,7 @@ def _clear_run(out) -> None:
     """``--overwrite``: delete what a previous run wrote (the lock files stay)."""
     import shutil
 
-    from medrl.runlock import HOLDER_NAME, LOCK_NAME
+    from medrl.common.runlock import HOLDER_NAME, LOCK_NAME
 
     for p in out.iterdir():
         if p.name in (LOCK_NAME, HOLDER_NAME):
@@ -300,7 +300,7 @@ def _run(args) -> int:
     import sys
     from pathlib import Path
 
-    from medrl.exit_codes import Exit
+    from medrl.common.exit_codes import Exit
     from medrl.train.recipes import RecipeError, load_recipe
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -366,7 +366,7 @@ def _ledger(args, recipe, resolved: dict, out):
 
     import yaml
 
-    from medrl.exit_codes import Exit
+    from medrl.common.exit_codes import Exit
 
     cfg_path = out / "config.yaml"
     if args.overwrite and _has_run(out):
@@ -527,20 +527,20 @@ def _load_probe_records(args, recipe, train_records) -> list | None:
 
 def _data_error(exc) -> str:
     """A data error's message with hints only for options ``medrl train`` has."""
-    from medrl.exit_codes import command_hint
+    from medrl.common.exit_codes import command_hint
 
     return command_hint(str(exc), "train")
 
 
 def preflight(args, recipe, resolved: dict) -> int:
     """``medrl train --dry-run``: every check training makes before its first step, with training's
-    exit codes (:mod:`medrl.exit_codes`); config.yaml is written (with --out) only when all pass."""
+    exit codes (:mod:`medrl.common.exit_codes`); config.yaml is written (with --out) only when all pass."""
     import sys
     from pathlib import Path
 
     import yaml
 
-    from medrl.exit_codes import Exit
+    from medrl.common.exit_codes import Exit
     from medrl.train.batching import describe as describe_batch
     from medrl.train.recipes import RecipeError
 
@@ -566,7 +566,7 @@ def preflight(args, recipe, resolved: dict) -> int:
     except (RecipeError, ImportError, AttributeError, ValueError, TypeError) as exc:
         return fail(Exit.USAGE, exc)
     if args.model:
-        from medrl.exit_codes import ModelNotFoundError
+        from medrl.common.exit_codes import ModelNotFoundError
         from medrl.models.loading import resolve_model_path
 
         if args.model not in ("tiny", "default") and not str(args.model).startswith("tiny-"):
@@ -640,7 +640,7 @@ def _probe_judge(judge, records) -> int:
     import asyncio
     import sys
 
-    from medrl.exit_codes import Exit
+    from medrl.common.exit_codes import Exit
     from medrl.judges.base import JudgeAuthError
 
     rec = records[0]
@@ -672,7 +672,7 @@ def _train(args, recipe, resolved: dict, out, resume) -> int:
     import yaml
 
     from medrl.data import DataError
-    from medrl.exit_codes import Exit
+    from medrl.common.exit_codes import Exit
     from medrl.train.callbacks import InterruptCallback, JudgeBreakerCallback, RunLedgerCallback, RunOutcome
     from medrl.train.pipeline import load_training_records, run_recipe
 
@@ -747,7 +747,7 @@ def _train(args, recipe, resolved: dict, out, resume) -> int:
     except BaseException as exc:
         import contextlib
 
-        from medrl.exit_codes import write_failure
+        from medrl.common.exit_codes import write_failure
 
         if not outcome.started and not _has_run(out):  # a failed start leaves the folder as it was
             with contextlib.suppress(OSError):  # (a folder that cannot be written keeps what it has)

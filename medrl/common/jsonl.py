@@ -5,7 +5,7 @@ can hold U+2028, U+2029, U+0085, U+000B/U+000C or U+001C-U+001E. ``json.dumps`` 
 and ``splitlines()`` breaks a row there, so the file can no longer be read back. Here rows are
 written with those characters escaped (still valid JSON, the text is unchanged once parsed)
 and files are split on ``\\n`` only. Lone surrogates (which UTF-8 cannot encode) are replaced
-by U+FFFD on the way out (:func:`medrl.text.clean_text`).
+by U+FFFD on the way out (:func:`medrl.common.text.clean_text`).
 
 A torn *last* line (a crash mid-write) is dropped with a warning (and cut from the file with
 ``repair=True``); a bad line elsewhere is an error naming the file and line.
@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from medrl.text import clean_obj
+from medrl.common.text import clean_obj
 
 log = logging.getLogger(__name__)
 

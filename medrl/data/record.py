@@ -6,7 +6,7 @@ curation tools read and write them as JSONL (one JSON object per line, ``to_dict
 Only the standard library is imported here, so ``import medrl.data`` stays instant.
 
 Text is sanitised at this boundary: every string field of a record (and of its ``extras``) has
-lone surrogates replaced by U+FFFD (:func:`medrl.text.clean_text`), so a bad byte in a data file
+lone surrogates replaced by U+FFFD (:func:`medrl.common.text.clean_text`), so a bad byte in a data file
 cannot crash a tokenizer, a cache key or a file write later. Non-string answers (VQA-RAD has
 integers) are converted to text and the record remembers it (:func:`answer_converted_from`);
 :func:`medrl.data.validate.validate_records` counts the records it keeps that had one, logs the
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from medrl.common.jsonl import dumps_line
-from medrl.text import clean_obj, clean_text
+from medrl.common.text import clean_obj, clean_text
 
 
 class DataError(ValueError):

@@ -41,7 +41,7 @@ from typing import Any, Callable, Iterable, Sequence
 from medrl.eval.scoring import base_row, is_truncated, missing_scores, score_rows, summarize_scores
 from medrl.common.jsonl import append_jsonl, read_jsonl, write_jsonl
 from medrl.judges.base import judge_identity
-from medrl.text import clean_obj, clean_text
+from medrl.common.text import clean_obj, clean_text
 
 log = logging.getLogger(__name__)
 

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from medrl.text import clean_obj
+from medrl.common.text import clean_obj
 
 log = logging.getLogger("medrl.judges")
 

@@ -51,7 +51,7 @@ from medrl.judges.replies import (
     parse_step_verdicts,
     parse_yes_no,
 )
-from medrl.text import clean_obj, clean_text
+from medrl.common.text import clean_obj, clean_text
 from medrl.types import Verdict
 
 log = logging.getLogger("medrl.judges")

@@ -50,7 +50,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from medrl.judges import prompts
-from medrl.text import clean_obj
+from medrl.common.text import clean_obj
 
 log = logging.getLogger("medrl.judges.server")
 

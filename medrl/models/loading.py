@@ -171,7 +171,7 @@ def _looks_like_hub_id(name: str) -> bool:
 def _run_folder_model(p: Path) -> Path | None:
     """The model a medrl run folder holds: ``final/`` (single stage) or, for multi-stage runs,
     the model of the last finished stage (``stages/NN_<name>/DONE`` names it)."""
-    from medrl.exit_codes import ModelNotFoundError
+    from medrl.common.exit_codes import ModelNotFoundError
 
     if (p / "final" / "config.json").is_file():
         return p / "final"
@@ -200,11 +200,11 @@ def resolve_model_path(name_or_path: str | os.PathLike) -> str:
     run folder -> its model (``final/``, or the last finished stage of a multi-stage run such as
     ``armed``/``stepgrpo``); a model folder or hub id unchanged.
 
-    Fails at once (:class:`medrl.exit_codes.ModelNotFoundError`, "no model folder or cached hub
+    Fails at once (:class:`medrl.common.exit_codes.ModelNotFoundError`, "no model folder or cached hub
     id ...") when the name is neither a folder nor a hub id that can load: offline
     (:func:`offline_first`), a hub id must be in the local cache; a path whose parent folder
     exists locally (``runs/nope``) is a missing folder, not a hub id."""
-    from medrl.exit_codes import ModelNotFoundError
+    from medrl.common.exit_codes import ModelNotFoundError
 
     name = str(name_or_path)
     p = Path(name).expanduser()

@@ -57,8 +57,8 @@ def answer_metric(completions: Sequence[Any], columns: dict, *, reward: str,
 
 def texts_of(completions: Sequence[Any]) -> list[str]:
     """The text of each TRL completion (string or chat messages), lone surrogates replaced by
-    U+FFFD (:func:`medrl.text.clean_text`: they crash tokenizers, spaCy and HTTP clients)."""
-    from medrl.text import clean_text
+    U+FFFD (:func:`medrl.common.text.clean_text`: they crash tokenizers, spaCy and HTTP clients)."""
+    from medrl.common.text import clean_text
 
     return [clean_text(completion_text(c)) for c in completions]
 

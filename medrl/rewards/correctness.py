@@ -48,7 +48,7 @@ from typing import Any, Sequence
 
 from medrl.rewards.base import column, reference_text
 from medrl.rewards.lexical import rouge1
-from medrl.text import clean_text
+from medrl.common.text import clean_text
 from medrl.types import ParsedResponse
 
 RULES = ("normalized_match", "rouge1")

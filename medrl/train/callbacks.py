@@ -183,7 +183,7 @@ RUN_SUMMARIES = ("judge_cost.json", "monitor_summary.json")
 
 class RunOutcome:
     """Why training ended, shared by the stop callbacks and ``medrl train`` (which turns it into
-    an exit code, :mod:`medrl.exit_codes`). ``reason``: None (ran to its end), ``"budget"``,
+    an exit code, :mod:`medrl.common.exit_codes`). ``reason``: None (ran to its end), ``"budget"``,
     ``"monitor"``, ``"judge"``, ``"sigint"`` or ``"sigterm"``; ``started``: training began (a
     failure before that leaves the run folder as it was)."""
 

@@ -412,7 +412,7 @@ def committed_checkpoint(trainer, trial=None) -> Iterator[Path | None]:
     try:
         yield folder if main else None
     except Exception as exc:  # a full disk or a read-only folder is one line naming the checkpoint
-        from medrl.exit_codes import write_failure
+        from medrl.common.exit_codes import write_failure
 
         fault = write_failure(exc, folder)
         if fault is None:

@@ -14,7 +14,7 @@ TRL):
 - a reward that raises, or whose output is not one value per rollout, or holds something other
   than a real number, None or :data:`medrl.types.UNSCORABLE`, stops the run with
   :class:`RewardError`: one line naming the reward, the step and the value (``medrl train``
-  exits 11, :mod:`medrl.exit_codes`). Errors that already have their own exit code (a refused
+  exits 11, :mod:`medrl.common.exit_codes`). Errors that already have their own exit code (a refused
   judge key) pass through unchanged.
 - a non-finite value - NaN, ±inf, or a magnitude of at least :data:`MAX_ABS` (its square
   overflows float32, so the group's std would be inf) - makes that rollout *unscorable* for this
@@ -145,7 +145,7 @@ class RewardChecks:
         from trl.trainer.utils import is_async_callable
 
         def failed(exc: Exception) -> Exception:
-            from medrl.exit_codes import for_error
+            from medrl.common.exit_codes import for_error
 
             if isinstance(exc, RewardError) or for_error(exc) is not None:
                 return exc  # an error with its own exit code (a refused judge key) stays itself

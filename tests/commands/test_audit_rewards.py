@@ -9,7 +9,7 @@ import json
 from PIL import Image
 
 from medrl.commands import audit_rewards
-from medrl.exit_codes import Exit
+from medrl.common.exit_codes import Exit
 
 
 def parse(argv):

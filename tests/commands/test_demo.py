@@ -28,10 +28,10 @@ def test_help_quotes_the_default_and_quick_settings_from_one_place():
 
 
 def test_missing_data_folder_exits_with_the_data_code_and_where_to_get_the_data(tmp_path, capsys):
-    from medrl.exit_codes import Exit
+    from medrl.common.exit_codes import Exit
 
     _, a = parse(["--data-dir", str(tmp_path / "nope"), "--out", str(tmp_path / "out")])
-    # one exit-code table for every command (medrl.exit_codes): missing data is the data code (4)
+    # one exit-code table for every command (medrl.common.exit_codes): missing data is the data code (4)
     assert demo.run(a) == Exit.DATA
     err = capsys.readouterr().err
     assert "no medical VQA data folder found" in err and DATA_HELP in err

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from medrl.exit_codes import Exit
+from medrl.common.exit_codes import Exit
 from medrl.commands.demo_pipeline import (
     EVAL_DATASET,
     MODELS,
@@ -274,7 +274,7 @@ def test_cli_without_data_says_where_to_get_it(tmp_path, capsys):
 
     code = main(["demo", "--quick", "--data-dir", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
-    # one exit-code table for every command (medrl.exit_codes): missing data is the data code in
+    # one exit-code table for every command (medrl.common.exit_codes): missing data is the data code in
     # demo as in train and audit-rewards, not the usage code
     assert code == Exit.DATA and DATA_HELP in err and "osf.io" in err
     assert not (tmp_path / "o").exists()
@@ -285,7 +285,7 @@ def test_cli_data_folder_without_vqa_rad(tmp_path, capsys):
 
     (tmp_path / "data").mkdir()
     code = main(["demo", "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "o")])
-    # the exit-code table's data code (medrl.exit_codes), as train and audit-rewards exit
+    # the exit-code table's data code (medrl.common.exit_codes), as train and audit-rewards exit
     assert code == Exit.DATA and "no vqa_rad/ folder" in capsys.readouterr().err
 
 
@@ -333,7 +333,7 @@ def test_python_dash_m_medrl_is_the_medrl_command(tmp_path):
     assert run.returncode == 0 and run.stdout.strip() == f"medrl {__version__}"
     run = subprocess.run([sys.executable, "-m", "medrl", "demo", "--data-dir", str(tmp_path / "none"),
                           "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=120)
-    from medrl.exit_codes import Exit
+    from medrl.common.exit_codes import Exit
 
     # missing data: the data code of the one exit-code table, as for train and audit-rewards
     assert run.returncode == Exit.DATA and "medrl demo:" in run.stderr

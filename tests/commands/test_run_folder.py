@@ -10,7 +10,7 @@ import pytest
 
 from medrl.commands.run_folder import add_data_root_arg, run_in_folder
 from medrl.data.images import OUTSIDE_ROOT_ENV, outside_root_allowed
-from medrl.runlock import HOLDER_NAME, LOCK_NAME, lock_holder
+from medrl.common.runlock import HOLDER_NAME, LOCK_NAME, lock_holder
 
 
 def args(**kw):

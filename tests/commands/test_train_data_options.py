@@ -7,7 +7,7 @@ from __future__ import annotations
 import yaml
 
 from medrl.cli import main
-from medrl.exit_codes import Exit
+from medrl.common.exit_codes import Exit
 
 
 def test_help_teaches_the_data_choice_and_probe_data(capsys):

@@ -48,7 +48,7 @@ def test_a_jsonl_file_edited_between_run_and_rerun_is_refused(tmp_path, capsys):
     from PIL import Image
 
     from medrl.cli import main
-    from medrl.exit_codes import Exit
+    from medrl.common.exit_codes import Exit
 
     Image.new("RGB", (16, 16), (90, 90, 90)).save(tmp_path / "img.png")
     data = tmp_path / "recs.jsonl"

@@ -105,7 +105,7 @@ def test_eval_skip_invalid_counts_match_medrl_data(folder, tmp_path, capsys, mon
     (tmp_path / "model" / "config.json").write_text("{}")
     args = ["eval", "--model", str(tmp_path / "model"), "--data", f"jsonl:{path}", "--out", str(tmp_path / "ev"), "--no-text-metrics",
             "--bootstrap", "20", "--no-steps"]
-    assert main(args) == 4  # the data-error exit code (medrl.exit_codes.Exit.DATA)
+    assert main(args) == 4  # the data-error exit code (medrl.common.exit_codes.Exit.DATA)
     err = capsys.readouterr().err
     assert "mixed.jsonl:3 (id 'c')" in err and "--skip-invalid" in err and "Traceback" not in err
     assert main(args + ["--skip-invalid"]) == 0

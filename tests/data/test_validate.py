@@ -108,7 +108,7 @@ MODEL = "model"
 
 def _eval(data_spec, out, *extra):
     """`medrl eval` on ``data_spec``; returns the exit code (tests only tell 0 from an error: the
-    exit-code table is medrl.exit_codes')."""
+    exit-code table is medrl.common.exit_codes')."""
     specs = data_spec if isinstance(data_spec, list) else [data_spec]
     return main(["eval", "--model", MODEL, "--data", *specs, "--out", str(out), "--no-text-metrics",
                  "--bootstrap", "20", "--no-steps", "--max-new-tokens", "16", *extra])
@@ -416,7 +416,7 @@ def test_second_writer_is_refused_with_the_holders_pid(folder, tmp_path, fake_mo
     assert _eval(f"jsonl:{path}", out) == 0
     before = (out / "outputs.jsonl").read_bytes()
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom medrl.runlock import run_lock\n"
+        [sys.executable, "-c", "import sys, time\nfrom medrl.common.runlock import run_lock\n"
          f"with run_lock({str(out)!r}, 'medrl eval'):\n    print('locked', flush=True)\n    sys.stdin.read()"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=tmp_path)
     try:
@@ -469,7 +469,7 @@ def test_two_evals_on_one_out_generate_each_record_once(folder, tmp_path, monkey
 
 @pytest.mark.parametrize("command", ["train", "sft"])
 def test_train_and_sft_refuse_a_run_folder_being_written(folder, tmp_path, capsys, command):
-    from medrl.runlock import run_lock
+    from medrl.common.runlock import run_lock
 
     path = _jsonl(folder / "set.jsonl", [_row("a", "ct.png")])
     out = tmp_path / "run"

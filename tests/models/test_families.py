@@ -333,7 +333,7 @@ def test_tiny_family_shorthand_builds_into_the_cache(tmp_path, monkeypatch):
         "model_type"] == "internvl"
     assert path == str(tmp_path / "cache" / "models" / "tiny-internvl")
     assert resolve_model_path("tiny-internvl") == path  # reused
-    from medrl.exit_codes import ModelNotFoundError
+    from medrl.common.exit_codes import ModelNotFoundError
 
     with pytest.raises(ModelNotFoundError, match="tiny-bogus"):  # not a shorthand, no folder, not cached
         resolve_model_path("tiny-bogus")

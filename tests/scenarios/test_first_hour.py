@@ -63,7 +63,7 @@ def test_model_typo_without_network_fails_fast_with_clear_message(tmp_path):
 
 
 def test_model_check_in_process_takes_under_two_seconds(tmp_path, monkeypatch):
-    from medrl.exit_codes import ModelNotFoundError
+    from medrl.common.exit_codes import ModelNotFoundError
     from medrl.models.loading import resolve_model_path
 
     monkeypatch.chdir(tmp_path)
@@ -118,7 +118,7 @@ def _fake_model(folder: Path) -> Path:
 
 
 def test_multi_stage_run_folder_resolves_to_its_last_stage(tmp_path):
-    from medrl.exit_codes import ModelNotFoundError
+    from medrl.common.exit_codes import ModelNotFoundError
     from medrl.models.loading import resolve_model_path
 
     run = tmp_path / "runs" / "armed"
@@ -265,7 +265,7 @@ def test_resume_of_finished_run_says_finished(tmp_path, capsys):
 def test_one_exit_code_table_shared_by_commands_and_documented(tmp_path, capsys):
     from medrl.cli import main
     from medrl.data.record import DataError
-    from medrl.exit_codes import TABLE, Exit, for_error
+    from medrl.common.exit_codes import TABLE, Exit, for_error
     from medrl.judges.base import JudgeAuthError
 
     assert for_error(DataError("x.jsonl line 3: no question"))[0] == Exit.DATA

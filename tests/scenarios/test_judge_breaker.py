@@ -21,7 +21,7 @@ def test_a_judge_failing_every_request_trips_the_breaker_when_half_the_rows_neve
     import json
 
     from medrl.cli import main
-    from medrl.exit_codes import Exit
+    from medrl.common.exit_codes import Exit
     from medrl.judges.server import create_app, serve_in_thread
 
     class Prose:

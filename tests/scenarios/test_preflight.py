@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from medrl.exit_codes import Exit
+from medrl.common.exit_codes import Exit
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")
 
@@ -114,7 +114,7 @@ def test_failed_start_leaves_no_config_and_no_lock(tmp_path, capsys):
 
 def test_data_error_hints_name_only_options_the_command_has(tmp_path, capsys):
     from medrl.cli import main
-    from medrl.exit_codes import command_hint
+    from medrl.common.exit_codes import command_hint
 
     msg = "x.jsonl: record 'a': no image (line 1) (use --skip-invalid / skip_invalid=True to skip such records)"
     assert command_hint(msg, "eval") == msg  # eval has --skip-invalid

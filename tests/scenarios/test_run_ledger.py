@@ -93,7 +93,7 @@ def test_sigterm_saves_at_step_boundary_and_rerun_resumes_equal(reference_run, d
                                                                 capsys):
     import medrl.train.callbacks as cbs
     from medrl.cli import main
-    from medrl.exit_codes import Exit
+    from medrl.common.exit_codes import Exit
 
     class SignalAtStep2(cbs.InterruptCallback):
         def on_step_begin(self, args, state, control, **kwargs):
@@ -156,7 +156,7 @@ def test_same_folder_other_recipe_refused_and_overwrite_starts_afresh(reference_
     import shutil
 
     from medrl.cli import main
-    from medrl.exit_codes import Exit
+    from medrl.common.exit_codes import Exit
 
     out = tmp_path / "run"
     shutil.copytree(reference_run, out)
@@ -181,7 +181,7 @@ def test_judge_breaker_saves_and_stops_a_mostly_unscorable_run(reference_run, da
 
     import medrl.train.callbacks as cbs
     from medrl.cli import main
-    from medrl.exit_codes import Exit
+    from medrl.common.exit_codes import Exit
 
     def dead_judge_step(self, args, state, control, **kwargs):
         logging.getLogger("medrl.judges").warning("judge reference: request unscored after 4 attempt(s): "

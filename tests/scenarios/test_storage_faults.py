@@ -62,7 +62,7 @@ def _one_line(err: str, prefix: str) -> str:
 def test_a_half_written_final_model_is_one_line_under_eval_and_rewritten_by_train(finished_run, data_dir, tmp_path,
                                                                                   capsys):
     from medrl.cli import main
-    from medrl.exit_codes import Exit
+    from medrl.common.exit_codes import Exit
 
     run = tmp_path / "run"
     shutil.copytree(finished_run, run)

@@ -13,7 +13,7 @@ import pytest
 import torch
 from transformers import TrainerControl
 
-from medrl.exit_codes import Exit
+from medrl.common.exit_codes import Exit
 
 
 # ------------------------------------------------------------------ checkpoints

@@ -170,7 +170,7 @@ def _train(tmp_path, data_dir, fn: str, steps: int = 4) -> int:
     pytest.param("one_short", "returned 1 values for 2 rollouts", marks=pytest.mark.slow),
 ])
 def test_a_broken_reward_stops_the_run_with_one_line(tmp_path, data_dir, capsys, fn, said):
-    from medrl.exit_codes import Exit
+    from medrl.common.exit_codes import Exit
 
     assert _train(tmp_path, data_dir, fn) == Exit.REWARD == 11
     err = capsys.readouterr().err
@@ -185,7 +185,7 @@ def test_a_broken_reward_stops_the_run_with_one_line(tmp_path, data_dir, capsys,
 def test_a_reward_that_keeps_returning_non_finite_values_stops_the_run(tmp_path, data_dir, capsys, fn, value):
     """Every rollout non-finite: never a silent run with a zero gradient - each step warns, the
     rows are unscorable (excluded), and after PERSIST steps the run stops naming the reward."""
-    from medrl.exit_codes import Exit
+    from medrl.common.exit_codes import Exit
 
     assert _train(tmp_path, data_dir, fn, steps=PERSIST + 2) == Exit.REWARD
     err = capsys.readouterr().err

@@ -116,7 +116,7 @@ def test_set_of_a_whole_section_is_refused_unless_it_says_replace(tmp_path):
 ])
 def test_values_the_trainer_rejects_are_refused_by_the_preflight(argv, said, capsys):
     from medrl.cli import main
-    from medrl.exit_codes import Exit
+    from medrl.common.exit_codes import Exit
 
     assert main(["train", "--recipe", "grpo", "--dry-run", *argv]) == Exit.USAGE
     err = capsys.readouterr().err

@@ -1,5 +1,5 @@
 """One exit-code table: ``medrl --help``, the README and docs/first-hour.md all come from
-:data:`medrl.exit_codes.TABLE`, and the error classes of each fault map to their code."""
+:data:`medrl.common.exit_codes.TABLE`, and the error classes of each fault map to their code."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from medrl.exit_codes import TABLE, Exit, for_error, markdown_table, storage_error, summary
+from medrl.common.exit_codes import TABLE, Exit, for_error, markdown_table, storage_error, summary
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_help_readme_and_docs_say_what_the_table_says():
@@ -38,7 +38,7 @@ def test_disk_and_permission_errors_are_one_line_with_the_storage_code(tmp_path)
 def test_a_failed_write_that_names_no_errno_is_still_found(tmp_path):
     """safetensors and torch report a full or read-only disk as their own errors: the errno in the
     text, the OS's words, or (torch's zip writer) nothing at all - then a probe write decides."""
-    from medrl.exit_codes import write_failure
+    from medrl.common.exit_codes import write_failure
 
     full = write_failure(RuntimeError("Error while serializing: I/O error: No space left on device (os error 28)"),
                          tmp_path / "checkpoint-2")

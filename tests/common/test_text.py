@@ -1,8 +1,8 @@
-"""medrl.text: lone surrogates become U+FFFD at the boundary; everything else is left alone."""
+"""medrl.common.text: lone surrogates become U+FFFD at the boundary; everything else is left alone."""
 
 from __future__ import annotations
 
-from medrl.text import clean_obj, clean_text
+from medrl.common.text import clean_obj, clean_text
 
 
 def test_valid_text_is_returned_as_is():

@@ -33,7 +33,7 @@ class Exit(IntEnum):
 
 #: (code, meaning) rows, in the order docs/first-hour.md shows them. The one source of the exit
 #: codes: ``medrl --help`` (:func:`summary`), the README's list and the docs table
-#: (:func:`markdown_table`; ``python -m medrl.exit_codes`` prints both) are made from it, and a
+#: (:func:`markdown_table`; ``python -m medrl.common.exit_codes`` prints both) are made from it, and a
 #: test checks that the documents still say what this table says.
 TABLE = [
     (Exit.OK, "success"),
@@ -203,13 +203,13 @@ def write_failure(exc: BaseException, folder) -> StorageError | None:
 def _classes() -> list[tuple[tuple[str, str], Exit]]:
     # (module, class name) -> code; looked up lazily so importing this module stays instant
     return [
-        (("medrl.exit_codes", "ModelNotFoundError"), Exit.MODEL),
-        (("medrl.exit_codes", "ModelDamagedError"), Exit.MODEL),
-        (("medrl.exit_codes", "StorageError"), Exit.STORAGE),
+        (("medrl.common.exit_codes", "ModelNotFoundError"), Exit.MODEL),
+        (("medrl.common.exit_codes", "ModelDamagedError"), Exit.MODEL),
+        (("medrl.common.exit_codes", "StorageError"), Exit.STORAGE),
         (("medrl.train.reward_checks", "RewardError"), Exit.REWARD),
         (("medrl.train.checkpoints", "CheckpointError"), Exit.USAGE),
         (("medrl.judges.base", "JudgeAuthError"), Exit.JUDGE_AUTH),
-        (("medrl.runlock", "RunLockedError"), Exit.LOCKED),
+        (("medrl.common.runlock", "RunLockedError"), Exit.LOCKED),
         (("medrl.data.record", "DataError"), Exit.DATA),
         (("medrl.train.recipes", "RecipeError"), Exit.USAGE),
         (("medrl.eval.runner", "EvalFolderMismatch"), Exit.USAGE),
@@ -267,7 +267,7 @@ def _one_line(exc: BaseException) -> str:
     return text
 
 
-if __name__ == "__main__":  # python -m medrl.exit_codes: the README line and the docs table
+if __name__ == "__main__":  # python -m medrl.common.exit_codes: the README line and the docs table
     print(summary())
     print()
     print(markdown_table())
