@@ -42,7 +42,9 @@ class EffectsConfig:
     """One effects run. Sizes: warm-up SFT ``sft_steps`` x ``sft_batch`` traces (a share
     ``early_error_share`` of them open with a wrong first step that carries into the answer); RL
     ``rl_steps`` x ``rl_prompts`` prompts x ``num_generations`` rollouts of at most
-    ``max_completion_length`` tokens; evaluation on ``n_test`` held-out phantoms, greedy."""
+    ``max_completion_length`` tokens for GRPO, MRPO and each of ``controls``; evaluation on
+    ``n_test`` held-out phantoms, greedy and ``eval_samples`` samples per question at
+    ``temperature``; learning curves every ``curve_every`` steps on ``curve_records`` of them."""
 
     profile: str = "full"
     seeds: int = 8
@@ -87,14 +89,15 @@ class EffectsConfig:
     # learning curves: sampled evaluation (eval_samples per question) of the first curve_records test
     # records every curve_every steps (0: none); the last point is the final evaluation's, on them
     curve_every: int = 10
-    curve_records: int = 60
+    curve_records: int = 40
     corruption_t: int = 500  # CAPO: DDPM diffusion step of the corrupted test images
-    # what to run
-    noise_sweep: tuple[str, ...] = ("oracle:0.1", "oracle:0.2", "oracle:0.3", "reference")
+    # what else to run (none by default: at this budget the full profile's 8 seeds x 4 arms fill its
+    # 45 minutes on 2 cores; docs/effects.md gives the commands that add them to a finished run)
+    noise_sweep: tuple[str, ...] = ()
     sweep_seeds: int = 2
-    signatures: tuple[str, ...] = ("armed", "capo", "stepgrpo", "medix")
+    signatures: tuple[str, ...] = ()
     signature_seeds: int = 2
-    hacks: tuple[str, ...] = HACKS
+    hacks: tuple[str, ...] = ()
     hack_steps: int = 16
     hack_seeds: int = 2
     workers: int = 2  # processes at once (one torch thread each); 0 = in this process

@@ -248,7 +248,7 @@ def _timing(results: dict) -> dict:
     for k, r in rows.items():
         if r["seconds_per_step"] is not None:
             by.setdefault(k.split("/", 1)[1], []).append(r["seconds_per_step"])
-    return {"runs": rows, "by_arm": {k: mean_over_seeds(v) for k, v in sorted(by.items())}}
+    return {"runs": rows, "by_arm": {k: {**mean_over_seeds(v), "min": min(v), "max": max(v)} for k, v in sorted(by.items())}}
 
 
 def analyse(config: EffectsConfig, results: dict) -> dict:
@@ -588,94 +588,91 @@ def build_report(config: EffectsConfig, results: dict, out: str | Path, *, secon
     if t["by_arm"]:
         rep.heading("Time per training step")
         rep.table(["run", "runs", "seconds per step (mean)", "min .. max"],
-                  [[k, v["n"], f"{v['mean']:.2f}",
-                    f"{min(r['seconds_per_step'] for kk, r in t['runs'].items() if kk.endswith('/' + k) and r['seconds_per_step'] is not None):.2f}"
-                    f" .. {max(r['seconds_per_step'] for kk, r in t['runs'].items() if kk.endswith('/' + k) and r['seconds_per_step'] is not None):.2f}"]
-                   for k, v in t["by_arm"].items()],
+                  [[k, v["n"], f"{v['mean']:.2f}", f"{v['min']:.2f} .. {v['max']:.2f}"] for k, v in t["by_arm"].items()],
                   caption="The training loop alone (no model loading, saving or learning-curve evaluation), measured in "
                           "each worker process; machine load changes it (results.json has every run's times)")
-    # sweep
-    rep.heading("Judge quality: the MRPO - GRPO difference by judge")
-    rep.table(["judge", "step-validity kappa vs oracle", "answer kappa", "seeds",
-               "early failures per output (sampled): MRPO - GRPO [95% CI]", "accuracy (sampled): MRPO - GRPO [95% CI]"],
-              [[r["judge"], _pv(r["kappa"]), _pv(r["answer_kappa"]), r["early"]["n"],
-                f"{_d(r['early'].get('diff'))} {_ci(r['early'])}",
-                f"{_d(r['accuracy'].get('diff'))} {_ci(r['accuracy'])}"]
-               for r in a["sweep"]],
-              caption="kappa: Cohen's kappa against the exact oracle on warm-up-style traces of test records, "
-                      f"measured as medrl judge-bench does (step validity = gold alignment or answer contribution); "
-                      f"{S}")
-    for r in a["sweep"]:
-        rep.paragraph(claim_sentence(f"judge {r['judge']}: early failures per output ({S})", r["early"], a="GRPO",
-                                     b="MRPO", lower_is_better=True))
-    f = _plot_sweep(figs / "effects_noise_sweep.png", a["sweep"])
-    if f:
-        rep.figure(f, "MRPO - GRPO by training judge, with each judge's kappa")
-    # signatures
-    rep.heading("Each paper's signature effect")
-    for sig, d in a["signatures"].items():
-        (ra, _), (rb, _) = d["pair"]
-        la, lb = LABELS.get(ra, ra), LABELS.get(rb, rb)
+    if c.noise_sweep:  # the judge as a variable (the main judge alone is the MRPO vs GRPO section)
+        rep.heading("Judge quality: the MRPO - GRPO difference by judge")
+        rep.table(["judge", "step-validity kappa vs oracle", "answer kappa", "seeds",
+                   "early failures per output (sampled): MRPO - GRPO [95% CI]", "accuracy (sampled): MRPO - GRPO [95% CI]"],
+                  [[r["judge"], _pv(r["kappa"]), _pv(r["answer_kappa"]), r["early"]["n"],
+                    f"{_d(r['early'].get('diff'))} {_ci(r['early'])}",
+                    f"{_d(r['accuracy'].get('diff'))} {_ci(r['accuracy'])}"]
+                   for r in a["sweep"]],
+                  caption="kappa: Cohen's kappa against the exact oracle on warm-up-style traces of test records, "
+                          f"measured as medrl judge-bench does (step validity = gold alignment or answer contribution); "
+                          f"{S}")
+        for r in a["sweep"]:
+            rep.paragraph(claim_sentence(f"judge {r['judge']}: early failures per output ({S})", r["early"], a="GRPO",
+                                         b="MRPO", lower_is_better=True))
+        f = _plot_sweep(figs / "effects_noise_sweep.png", a["sweep"])
+        if f:
+            rep.figure(f, "MRPO - GRPO by training judge, with each judge's kappa")
+    if a["signatures"]:
+        rep.heading("Each paper's signature effect")
+        for sig, d in a["signatures"].items():
+            (ra, _), (rb, _) = d["pair"]
+            la, lb = LABELS.get(ra, ra), LABELS.get(rb, rb)
+            rows = []
+            for k, v in d.items():
+                if k in ("pair", "curves") or not isinstance(v, dict) or "diff" not in v:
+                    continue
+                pct = k not in ("reward_mean", "reward_variance", "semantic_reward_mean", "semantic_reward_variance")
+                dec = v.get("decoding") or "over training steps"
+                rows.append([f"{k} ({dec})", _p(v.get("a_mean"), pct), _p(v.get("b_mean"), pct), _d(v.get("diff"), pct), _ci(v, pct),
+                             _pv(v.get("t_p")), _pv(v.get("wilcoxon_p")),
+                             ", ".join(f"{_p(x, pct)}->{_p(y, pct)}"
+                                       for x, y in zip(v.get("a_values", []), v.get("b_values", [])))])
+            rep.table(["metric", la, lb, f"{lb} - {la}", "95% CI", "t p", "Wilcoxon p", "per seed"], rows,
+                      caption=f"{sig}: {lb} vs {la}" + ("; semantic_reward_*: raw (left) vs adaptive (right) semantic "
+                                                        "reward of the ARMed run, per seed over its training steps"
+                                                        if sig == "armed" else ""))
+            for k, v in d.items():
+                if k in ("pair", "curves") or not isinstance(v, dict) or "diff" not in v:
+                    continue
+                lower = k in ("early_share", "early_rate", "far")
+                claim = {"semantic_reward_mean": "semantic reward, mean over training steps",
+                         "semantic_reward_variance": "semantic reward, variance over training steps"}.get(k, CLAIMS.get(k, k))
+                names = ("raw", "adaptive") if k.startswith("semantic") else (la, lb)
+                if v.get("decoding"):
+                    claim += f" ({a['decoding'][v['decoding']]})"
+                rep.paragraph(claim_sentence(f"{sig}, {claim}", v, a=names[0], b=names[1], lower_is_better=lower,
+                                             percent=not k.startswith("semantic")))
+            if d.get("curves"):
+                f = _plot_lines(figs / f"effects_{sig}_reward.png", d["curves"],
+                                f"{sig}: semantic reward over training (seed 0)", "mean reward")
+                if f:
+                    rep.figure(f, f"{sig}: reward over training, {lb} vs {la}")
+    if c.hacks:
+        h = a["hacking"]
+        rep.heading("Reward hacking, measured while it happens")
         rows = []
-        for k, v in d.items():
-            if k in ("pair", "curves") or not isinstance(v, dict) or "diff" not in v:
-                continue
-            pct = k not in ("reward_mean", "reward_variance", "semantic_reward_mean", "semantic_reward_variance")
-            dec = v.get("decoding") or "over training steps"
-            rows.append([f"{k} ({dec})", _p(v.get("a_mean"), pct), _p(v.get("b_mean"), pct), _d(v.get("diff"), pct), _ci(v, pct),
-                         _pv(v.get("t_p")), _pv(v.get("wilcoxon_p")),
-                         ", ".join(f"{_p(x, pct)}->{_p(y, pct)}"
-                                   for x, y in zip(v.get("a_values", []), v.get("b_values", [])))])
-        rep.table(["metric", la, lb, f"{lb} - {la}", "95% CI", "t p", "Wilcoxon p", "per seed"], rows,
-                  caption=f"{sig}: {lb} vs {la}" + ("; semantic_reward_*: raw (left) vs adaptive (right) semantic "
-                                                    "reward of the ARMed run, per seed over its training steps"
-                                                    if sig == "armed" else ""))
-        for k, v in d.items():
-            if k in ("pair", "curves") or not isinstance(v, dict) or "diff" not in v:
-                continue
-            lower = k in ("early_share", "early_rate", "far")
-            claim = {"semantic_reward_mean": "semantic reward, mean over training steps",
-                     "semantic_reward_variance": "semantic reward, variance over training steps"}.get(k, CLAIMS.get(k, k))
-            names = ("raw", "adaptive") if k.startswith("semantic") else (la, lb)
-            if v.get("decoding"):
-                claim += f" ({a['decoding'][v['decoding']]})"
-            rep.paragraph(claim_sentence(f"{sig}, {claim}", v, a=names[0], b=names[1], lower_is_better=lower,
-                                         percent=not k.startswith("semantic")))
-        if d.get("curves"):
-            f = _plot_lines(figs / f"effects_{sig}_reward.png", d["curves"],
-                            f"{sig}: semantic reward over training (seed 0)", "mean reward")
-            if f:
-                rep.figure(f, f"{sig}: reward over training, {lb} vs {la}")
-    # hacking
-    h = a["hacking"]
-    rep.heading("Reward hacking, measured while it happens")
-    rows = []
-    for name, v in h["runs"].items():
-        for r in v["runs"]:
-            rows.append([name, "leaky" if v["leaky"] else "clean", r["seed"], _p(r["mean_hack_rate"]),
-                         _p(r["last_hack_rate"]), _p(r["accuracy"]),
-                         ", ".join(f"{x.get('signal')}@{x.get('step')}" for x in r["alerts"]) or "none"])
-    rep.table(["reward", "kind", "seed", "hack rate (mean over steps)", "hack rate (last step)",
-               "held-out accuracy (greedy)", "monitor alerts (signal@step)"], rows,
-              caption="hack rate = share of the training rollouts (sampled at the training temperature) the training "
-                      "reward pays that the oracle calls wrong")
-    rep.paragraph(f"Monitor on these runs: {h['true_positives']} of {h['leaky_runs']} leaky runs alerted (recall "
-                  f"{_p(h['recall'])}), {h['false_positives']} clean run(s) alerted; precision {_p(h['precision'])}. "
-                  f"Of the leaky runs whose reward did pay answers the oracle calls wrong (hack rate above 0), "
-                  f"{h['hacked_alerted']} of {h['hacked_runs']} alerted.")
-    if h.get("clean_training_runs"):
-        where = "; ".join(f"{k}: {', '.join(v)}" for k, v in h["clean_alerts"].items())
-        rep.paragraph(f"The monitor also watched every other training run. Of the {h['clean_training_runs']} trained "
-                      f"with the exact oracle (clean rewards), {h['clean_training_alerted']} alerted"
-                      + (f" ({where})" if where else "") + f"; counting them, precision is {_p(h['precision_all'])}. "
-                      f"Runs trained with a noisy or the reference judge (neither clean nor built to leak): "
-                      f"{h['noisy_training_alerted']} of {h['noisy_training_runs']} alerted"
-                      + (" (" + "; ".join(f"{k}: {', '.join(v)}" for k, v in h["noisy_alerts"].items()) + ")"
-                         if h["noisy_alerts"] else "") + ".")
-    curves = {f"{n} (seed {r['seed']})": r["hack_rate"] for n, v in h["runs"].items() for r in v["runs"]}
-    f = _plot_lines(figs / "effects_hack_rate.png", curves, "Hack rate per training step", "hack rate")
-    if f:
-        rep.figure(f, "Hack rate per step under each reward")
+        for name, v in h["runs"].items():
+            for r in v["runs"]:
+                rows.append([name, "leaky" if v["leaky"] else "clean", r["seed"], _p(r["mean_hack_rate"]),
+                             _p(r["last_hack_rate"]), _p(r["accuracy"]),
+                             ", ".join(f"{x.get('signal')}@{x.get('step')}" for x in r["alerts"]) or "none"])
+        rep.table(["reward", "kind", "seed", "hack rate (mean over steps)", "hack rate (last step)",
+                   "held-out accuracy (greedy)", "monitor alerts (signal@step)"], rows,
+                  caption="hack rate = share of the training rollouts (sampled at the training temperature) the training "
+                          "reward pays that the oracle calls wrong")
+        rep.paragraph(f"Monitor on these runs: {h['true_positives']} of {h['leaky_runs']} leaky runs alerted (recall "
+                      f"{_p(h['recall'])}), {h['false_positives']} clean run(s) alerted; precision {_p(h['precision'])}. "
+                      f"Of the leaky runs whose reward did pay answers the oracle calls wrong (hack rate above 0), "
+                      f"{h['hacked_alerted']} of {h['hacked_runs']} alerted.")
+        if h.get("clean_training_runs"):
+            where = "; ".join(f"{k}: {', '.join(v)}" for k, v in h["clean_alerts"].items())
+            rep.paragraph(f"The monitor also watched every other training run. Of the {h['clean_training_runs']} trained "
+                          f"with the exact oracle (clean rewards), {h['clean_training_alerted']} alerted"
+                          + (f" ({where})" if where else "") + f"; counting them, precision is {_p(h['precision_all'])}. "
+                          f"Runs trained with a noisy or the reference judge (neither clean nor built to leak): "
+                          f"{h['noisy_training_alerted']} of {h['noisy_training_runs']} alerted"
+                          + (" (" + "; ".join(f"{k}: {', '.join(v)}" for k, v in h["noisy_alerts"].items()) + ")"
+                             if h["noisy_alerts"] else "") + ".")
+        curves = {f"{n} (seed {r['seed']})": r["hack_rate"] for n, v in h["runs"].items() for r in v["runs"]}
+        f = _plot_lines(figs / "effects_hack_rate.png", curves, "Hack rate per training step", "hack rate")
+        if f:
+            rep.figure(f, "Hack rate per step under each reward")
     md, ht = rep.write(out, "report")
     (out / "results.json").write_text(json.dumps(a, indent=1, default=str))
     return md, ht, a

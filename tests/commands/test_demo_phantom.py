@@ -47,7 +47,7 @@ def test_effects_report_and_demo_section_from_per_seed_results(tmp_path):
     ctl = next(c for c in numbers["controls"] if c["a"] == "warmup" and c["b"] == "grpo")
     assert ctl["accuracy@sampled"]["diff"] == pytest.approx(0.0966667, abs=1e-6)
     text = md.read_text()
-    assert "MRPO vs GRPO, early failures per output" in text and "sampled: 4 per question at temperature 1" in text
+    assert "MRPO vs GRPO, early failures per output" in text and "sampled, 4 per question at temperature 1" in text
     assert "minimum detectable difference at 80% power" in text
     assert (out / "figures" / "effects_mrpo_vs_grpo.png").stat().st_size > 1000
     # the demo report's section reads the same results.json
@@ -58,7 +58,7 @@ def test_effects_report_and_demo_section_from_per_seed_results(tmp_path):
     assert "warm-up, GRPO and MRPO on phantoms" in page
     assert "| Warm-up (SFT) | - | 50.0% | 90.0% | 38.0% |" in page
     assert "| GRPO | 0 | 60.0% | 88.0% | 30.0% |" in page and "| MRPO | 2 | 63.0% | 88.0% | 22.0% |" in page
-    assert "-5.0 pp" in page and "(sampled: 4 per question at temperature 1)" in page
+    assert "-5.0 pp" in page and "(sampled, 4 per question at temperature 1)" in page
     # absent results: a note, no error
     rep = Report("demo")
     phantom_section(rep, SimpleNamespace(out=tmp_path / "none"))
