@@ -12,7 +12,8 @@ The evaluation must not change the run it watches: sampling draws from torch's g
 generator, which TRL's rollouts draw from too, so each curve point runs inside
 :func:`torch.random.fork_rng` (the generator's state is restored afterwards) with its own seed.
 A run with curves therefore trains exactly as one without (tested). The seconds spent on curve
-points are kept (``seconds``) so the run's training time per step can leave them out.
+points, wall and CPU, are kept (``seconds``, ``cpu_seconds``) so the run's training time per step
+can leave them out.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class CurveCallback(TrainerCallback):
         self.options = dict(k=k, temperature=temperature, seed=seed, max_new_tokens=max_new_tokens,
                             batch_size=batch_size, prompt_style=prompt_style)
         self.seconds = 0.0
+        self.cpu_seconds = 0.0
 
     def on_step_end(self, args, state, control, model=None, processing_class=None, **kwargs: Any):
         step = state.global_step
@@ -46,13 +48,14 @@ class CurveCallback(TrainerCallback):
 
         from medrl.effects.metrics import curve_point, sample_outputs, summarize_samples
 
-        t0 = time.monotonic()
+        t0, c0 = time.monotonic(), time.process_time()
         unwrapped = getattr(model, "module", model)
         with torch.random.fork_rng(devices=[torch.cuda.current_device()] if torch.cuda.is_available() else []):
             rows = sample_outputs(unwrapped, processing_class, self.records, **self.options)
         point = {"step": step, **curve_point(summarize_samples(rows, self.options["k"]))}
         point["seconds"] = round(time.monotonic() - t0, 2)
         self.seconds += point["seconds"]
+        self.cpu_seconds += time.process_time() - c0
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a") as fh:
             fh.write(json.dumps(point) + "\n")

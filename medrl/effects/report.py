@@ -238,17 +238,41 @@ def _curves(config: EffectsConfig, results: dict, arms: list[str]) -> dict:
     return out
 
 
-def _timing(results: dict) -> dict:
-    """Seconds per training step (the training loop alone) per run and their mean per kind of run."""
-    rows = {k: {"seconds_per_step": r.get("seconds_per_step"), "train_seconds": r.get("train_seconds"),
-                "curve_seconds": r.get("curve_seconds"), "eval_seconds": r.get("eval_seconds"),
-                "seconds": r.get("seconds"), "steps": r.get("steps"), "trainer": r.get("trainer")}
+def _timing(results: dict, workers: int) -> dict:
+    """Seconds per training step (the training loop alone), wall and CPU, per run and per kind of
+    run; and what the whole run takes on ``workers`` idle cores, estimated from CPU times.
+
+    A worker runs one torch thread, so its CPU time is about the wall time the same work takes on
+    a core of its own: on a loaded machine the wall times grow, the CPU times much less. The
+    estimate is the first warm-up's CPU time (nothing else can start before it but the judges'
+    kappa) plus every other job's CPU time spread over the workers; a job that recorded no CPU time
+    counts with its wall time (an upper bound)."""
+    rows = {k: {"seconds_per_step": r.get("seconds_per_step"), "cpu_seconds_per_step": r.get("cpu_seconds_per_step"),
+                "train_seconds": r.get("train_seconds"), "curve_seconds": r.get("curve_seconds"),
+                "eval_seconds": r.get("eval_seconds"), "seconds": r.get("seconds"), "cpu_seconds": r.get("cpu_seconds"),
+                "steps": r.get("steps"), "trainer": r.get("trainer")}
             for k, r in results.items() if r.get("kind") in ("rl", "control", "hack")}
-    by: dict[str, list[float]] = {}
+    by: dict[str, dict[str, list[float]]] = {}
     for k, r in rows.items():
-        if r["seconds_per_step"] is not None:
-            by.setdefault(k.split("/", 1)[1], []).append(r["seconds_per_step"])
-    return {"runs": rows, "by_arm": {k: {**mean_over_seeds(v), "min": min(v), "max": max(v)} for k, v in sorted(by.items())}}
+        for m in ("seconds_per_step", "cpu_seconds_per_step"):
+            if r[m] is not None:
+                by.setdefault(k.split("/", 1)[1], {}).setdefault(m, []).append(r[m])
+    by_arm = {k: {m: {**mean_over_seeds(v), "min": min(v), "max": max(v)} for m, v in d.items()}
+              for k, d in sorted(by.items())}
+
+    def cost(r: dict) -> float | None:
+        v = r.get("cpu_seconds")
+        return v if v is not None else r.get("seconds")
+
+    first = min((k for k, r in results.items() if "sft_seconds" in r), default=None)
+    costs = {k: cost(r) for k, r in results.items() if cost(r) is not None}
+    estimate = None
+    if costs:
+        head = costs.get(first, 0.0) if first else 0.0
+        estimate = head + (sum(costs.values()) - head) / max(workers, 1)
+    return {"runs": rows, "by_arm": by_arm, "job_seconds": costs,
+            "idle_estimate_seconds": estimate, "workers": workers,
+            "jobs_without_cpu_time": sorted(k for k, r in results.items() if r.get("cpu_seconds") is None)}
 
 
 def analyse(config: EffectsConfig, results: dict) -> dict:
@@ -282,7 +306,7 @@ def analyse(config: EffectsConfig, results: dict) -> dict:
                 break  # one warm-up model: its values once
     out["by_type"] = by_type
     out["curves"] = _curves(c, results, arms)
-    out["timing"] = _timing(results)
+    out["timing"] = _timing(results, max(c.workers, 1))
     dyn = {}
     for who in (BASELINE, METHOD):
         rows = []
@@ -587,10 +611,24 @@ def build_report(config: EffectsConfig, results: dict, out: str | Path, *, secon
     t = a["timing"]
     if t["by_arm"]:
         rep.heading("Time per training step")
-        rep.table(["run", "runs", "seconds per step (mean)", "min .. max"],
-                  [[k, v["n"], f"{v['mean']:.2f}", f"{v['min']:.2f} .. {v['max']:.2f}"] for k, v in t["by_arm"].items()],
+
+        def cell(v, m):
+            x = v.get(m)
+            return f"{x['mean']:.2f} ({x['min']:.2f} .. {x['max']:.2f})" if x else "n/a"
+
+        rep.table(["run", "runs", "wall seconds per step, mean (range)", "CPU seconds per step, mean (range)"],
+                  [[k, max((v.get(m) or {}).get("n") or 0 for m in v), cell(v, "seconds_per_step"),
+                    cell(v, "cpu_seconds_per_step")] for k, v in t["by_arm"].items()],
                   caption="The training loop alone (no model loading, saving or learning-curve evaluation), measured in "
-                          "each worker process; machine load changes it (results.json has every run's times)")
+                          "each one-thread worker process. Machine load stretches the wall time; the CPU time is about "
+                          "what a step takes on an idle core (results.json has every run's times)")
+        if t.get("idle_estimate_seconds"):
+            missing = t.get("jobs_without_cpu_time") or []
+            rep.paragraph(f"From the jobs' CPU times, this run would take about {t['idle_estimate_seconds'] / 60:.0f} "
+                          f"minutes on {t['workers']} idle cores (the first warm-up, then every other job spread over "
+                          f"the {t['workers']} workers)"
+                          + (f"; {', '.join(missing)} recorded no CPU time and count with their wall time"
+                             if missing else "") + ".")
     if c.noise_sweep:  # the judge as a variable (the main judge alone is the MRPO vs GRPO section)
         rep.heading("Judge quality: the MRPO - GRPO difference by judge")
         rep.table(["judge", "step-validity kappa vs oracle", "answer kappa", "seeds",

@@ -253,7 +253,7 @@ def run_warmup(config: EffectsConfig, out: Path, job: Job) -> dict:
     from medrl.train.sft import train_sft
 
     folder = out / "models" / job.key.replace("/", "__")
-    t0 = time.monotonic()
+    t0, c0 = time.monotonic(), time.process_time()
     given = bool(config.warmup_from) and job.style == "think_answer"
     base = None if given else build_base(config, out / "models" / f"base-s{job.seed}", job.seed)
     train = records(config, "train", out)
@@ -265,11 +265,12 @@ def run_warmup(config: EffectsConfig, out: Path, job: Job) -> dict:
     elif not (final / "config.json").is_file():
         train_sft(str(base), [t.record for t in traces], folder, prompt_style=job.style,
                   options=sft_options(config, job.seed))
-    secs = time.monotonic() - t0
-    t1 = time.monotonic()
+    secs, cpu = time.monotonic() - t0, time.process_time() - c0
+    t1, c1 = time.monotonic(), time.process_time()
     summary = evaluate_model(final, records(config, "test", out), folder / "eval", **eval_options(config, job.style))
     return {"model": str(final), "warmup": warmup_summary(traces), "eval": summary, "sft_seconds": secs,
-            "eval_seconds": round(time.monotonic() - t1, 1), "style": job.style, "env": environment()}
+            "sft_cpu_seconds": cpu, "eval_seconds": round(time.monotonic() - t1, 1),
+            "eval_cpu_seconds": round(time.process_time() - c1, 1), "style": job.style, "env": environment()}
 
 
 def _series(metrics_file: Path, keys: tuple[str, ...]) -> dict[str, list]:
@@ -331,7 +332,7 @@ def run_rl(config: EffectsConfig, out: Path, job: Job, warm: dict) -> dict:
     curve_n = min(config.curve_records, len(test)) if config.curve_every and job.kind != "hack" else 0
     t0 = time.monotonic()
     monitor: dict = {}
-    curve_seconds = loop_seconds = None
+    curve_seconds = loop_seconds = curve_cpu = loop_cpu = None
     if not (final / "config.json").is_file():
         if folder.exists():
             shutil.rmtree(folder)  # an interrupted run restarts (runs are minutes long; the folder lock
@@ -348,13 +349,14 @@ def run_rl(config: EffectsConfig, out: Path, job: Job, warm: dict) -> dict:
         mon = getattr(tr, "_monitor", None)
         if mon is not None:
             mon.truth_fn = truth_hook
-        t_loop = time.monotonic()
+        t_loop, c_loop = time.monotonic(), time.process_time()
         tr.train()
-        loop_seconds = time.monotonic() - t_loop
+        loop_seconds, loop_cpu = time.monotonic() - t_loop, time.process_time() - c_loop
         save_policy(tr.accelerator.unwrap_model(tr.model), tr.processing_class, final)
         if mon is not None:
             mon.write_summary()
         curve_seconds = sum(c.seconds for c in callbacks)
+        curve_cpu = sum(c.cpu_seconds for c in callbacks)
     secs = time.monotonic() - t0
     summ = folder / "monitor_summary.json"
     if summ.is_file():
@@ -363,7 +365,7 @@ def run_rl(config: EffectsConfig, out: Path, job: Job, warm: dict) -> dict:
     corrupted = None
     if job.recipe in ("capo", "capo_grpo") and job.kind == "rl":
         corrupted = corrupted_records(test, out / "corrupted", t=config.corruption_t)
-    t1 = time.monotonic()
+    t1, c1 = time.monotonic(), time.process_time()
     opts = eval_options(config, job.style)
     if job.kind == "hack":  # the hack runs are read for their training-time hack rate: greedy is enough
         opts.update(samples=0, subset=0)
@@ -373,9 +375,14 @@ def run_rl(config: EffectsConfig, out: Path, job: Job, warm: dict) -> dict:
         curve.append({"step": steps, **ev["sampled_subset"]})
     # the training loop alone: without model loading, saving and the curve points' evaluations
     train_only = None if loop_seconds is None else loop_seconds - (curve_seconds or 0.0)
+    # CPU time of this (one-thread) process: close to the wall time the same work takes on an idle
+    # core, so a run on a loaded machine still says what it would take on an idle one
+    train_cpu = None if loop_cpu is None else loop_cpu - (curve_cpu or 0.0)
     return {"recipe": job.recipe, "judge": job.judge, "kind": job.kind, "eval": ev, "train_seconds": secs,
             "curve_seconds": curve_seconds, "eval_seconds": round(time.monotonic() - t1, 1),
             "seconds_per_step": None if train_only is None else train_only / steps,
+            "cpu_seconds_per_step": None if train_cpu is None else train_cpu / steps, "curve_cpu_seconds": curve_cpu,
+            "eval_cpu_seconds": round(time.process_time() - c1, 1),
             "trainer": "trl.GRPOTrainer" if trainer_cls is not None and trainer_cls.__module__.startswith("trl")
             else "MedGRPOTrainer", "curve": curve,
             "series": _series(folder / "metrics.jsonl", SERIES), "monitor": monitor, "steps": steps,
@@ -460,7 +467,7 @@ def run_job(out: Path, key: str) -> dict:
 
     if not torch.cuda.is_available():
         torch.set_num_threads(1)  # worker processes share the CPU cores; on a GPU the host threads feed it
-    t0 = time.monotonic()
+    t0, c0 = time.monotonic(), time.process_time()
     if job.kind == "warmup":
         res = run_warmup(config, out, job)
     elif job.kind == "kappa":
@@ -468,7 +475,8 @@ def run_job(out: Path, key: str) -> dict:
     else:
         warm = json.loads((out / "runs" / Job(job.needs[0], "warmup").file).read_text())
         res = run_rl(config, out, job, warm)
-    res = {"key": key, "seed": job.seed, "seconds": round(time.monotonic() - t0, 1), **res}
+    res = {"key": key, "seed": job.seed, "seconds": round(time.monotonic() - t0, 1),
+           "cpu_seconds": round(time.process_time() - c0, 1), **res}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(res, indent=1, default=str))
