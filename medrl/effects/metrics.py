@@ -1,17 +1,25 @@
-"""Evaluation of one policy on held-out phantoms, scored exactly by the oracle.
+"""Evaluation of one policy on held-out phantoms, scored exactly by the oracle, sampled and greedy.
 
-Per output (greedy generation): the answer's correctness
-(:func:`medrl.data.sources.phantom.oracle_answer_correct`), every reasoning step's oracle
-verdict (:func:`~medrl.data.sources.phantom.oracle_step_verdicts`; valid = gold alignment and
-answer contribution, MRPO Eq. 3) and from them the first failure point and failure accumulation
-rate (:mod:`medrl.eval.analysis`, MRPO Sec. 3 and Eq. 1), reasoning-answer consistency
-(:func:`~medrl.data.sources.phantom.oracle_consistent`, CAPO's R_CDR criterion), key-step coverage
-(StepGRPO's k = matched / |v|, :func:`medrl.rewards.stepgrpo.key_step_ratio`, soft matching) and
-the modality tag written before ``<think>`` (MediX-R1 Sec. 2.2).
+Per output: the answer's correctness (:func:`medrl.data.sources.phantom.oracle_answer_correct`),
+every reasoning step's oracle verdict (:func:`~medrl.data.sources.phantom.oracle_step_verdicts`;
+valid = gold alignment and answer contribution, MRPO Eq. 3) and from them the first failure point
+and failure accumulation rate (:mod:`medrl.eval.analysis`, MRPO Sec. 3 and Eq. 1),
+reasoning-answer consistency (:func:`~medrl.data.sources.phantom.oracle_consistent`, CAPO's R_CDR
+criterion), key-step coverage (StepGRPO's k = matched / |v|, :func:`medrl.rewards.stepgrpo.key_step_ratio`,
+soft matching) and the modality tag written before ``<think>`` (MediX-R1 Sec. 2.2).
 
-The summary holds each share with its Wilson interval, the FFP stage shares (Early/Mid/Late
-among outputs with a failure, MRPO Sec. 5.3) and, with ``corrupted=True``, the accuracy on the
-same questions with diffusion-corrupted images (CAPO's reliance on the image).
+Two decodings (:func:`evaluate_model`): greedy, one output per question; and sampled, k outputs
+per question at the training temperature, drawn as TRL's GRPO rollouts are drawn
+(:func:`rollout_sampling`: no top-k cut, top-p 1, the image token suppressed) from a fixed seed.
+RL trains on samples, so the sampled outputs are where it acts: a model can answer nearly every
+question right greedily and only half of its samples.
+
+A summary (:func:`summarize`) holds each share with its Wilson interval, the FFP stage shares
+(Early/Mid/Late among outputs with a failure, MRPO Sec. 5.3), early failures and failed outputs
+per output (over all outputs), the same per question type, and, with ``corrupted``, the greedy
+accuracy on the same questions with diffusion-corrupted images (CAPO's reliance on the image).
+:func:`summarize_samples` adds the mean per-sample accuracy with an interval over questions and
+the unbiased pass@k (:mod:`medrl.eval.passk`).
 """
 
 from __future__ import annotations
