@@ -35,7 +35,7 @@ def run_effects(config: EffectsConfig, out: str | Path, *, report_only: bool = F
     import time
 
     from medrl.effects.report import build_report, read_results
-    from medrl.effects.runner import prepare, run_all
+    from medrl.effects.runner import prepare, record_invocation, run_all
     from medrl.runlock import run_lock
 
     out = Path(out)
@@ -46,8 +46,10 @@ def run_effects(config: EffectsConfig, out: str | Path, *, report_only: bool = F
             results = read_results(config, out)
             seconds = None
         else:
+            started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
             results = run_all(config, out, echo=echo, progress=progress)["jobs"]
             seconds = time.monotonic() - t0
+            record_invocation(out, started, seconds, command)  # what each run of this folder took
         md, html, _ = build_report(config, results, out, seconds=seconds, command=command)
     return md, html
 

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from medrl.effects.config import SIGNATURES, EffectsConfig
 from medrl.effects.controls import CONTROLS
-from medrl.effects.runner import BASELINE, METHOD, control_key, plan, rl_key, warmup_key
+from medrl.effects.runner import BASELINE, METHOD, control_key, plan, read_invocations, rl_key, warmup_key
 from medrl.effects.stats import claim_sentence, mean_over_seeds, paired_over_seeds, proportion_ci
 from medrl.eval.report import Report
 
@@ -281,7 +281,10 @@ def analyse(config: EffectsConfig, results: dict) -> dict:
     out: dict[str, Any] = {"config": c.to_dict()}
     warm = results.get(warmup_key(c, 0)) or {}
     out["warmup"] = {"warmup": warm.get("warmup"), "eval": warm.get("eval"), "sft_seconds": warm.get("sft_seconds")}
-    out["env"] = warm.get("env") or next((r.get("env") for r in results.values() if r.get("env")), None)
+    out["env"] = dict(warm.get("env") or next((r.get("env") for r in results.values() if r.get("env")), None) or {})
+    if out["env"]:  # the cores the workers were pinned to, over every job
+        out["env"]["affinities"] = sorted({tuple(r["env"]["affinity"]) for r in results.values()
+                                           if (r.get("env") or {}).get("affinity") is not None})
     out["decoding"] = {d: decoding_label(c, d) for d in DECODINGS}
     arms = _arms(c)
     out["arms"] = {a: {f"{m}@{d}": [value(results.get(k), m, d) for k in arm_keys(c, a, c.seeds)]
@@ -435,7 +438,9 @@ def _env_rows(env: dict | None) -> list[list[str]]:
             ["torch / transformers / TRL", f"{env.get('torch')} / {env.get('transformers')} / {env.get('trl')}"],
             ["threads per worker", f"torch {env.get('torch_threads')} (inter-op {env.get('torch_interop_threads')}), "
                                    f"OMP_NUM_THREADS={env.get('omp_num_threads')}, MKL_NUM_THREADS={env.get('mkl_num_threads')}"],
-            ["cores a worker may use", str(env.get("affinity"))]]
+            ["cores the workers were pinned to", ", ".join("{" + ", ".join(map(str, a)) + "}"
+                                                           for a in env.get("affinities") or [env.get("affinity")] if a)
+             or "not pinned"]]
 
 
 def build_report(config: EffectsConfig, results: dict, out: str | Path, *, seconds: float | None = None,
@@ -459,7 +464,13 @@ def build_report(config: EffectsConfig, results: dict, out: str | Path, *, secon
                   f"question at the training temperature {c.temperature:g}, seed {c.eval_seed}; the primary measure, since RL trains on samples) and **greedy**.")
     if command:
         rep.code(command)
-    if seconds is not None:
+    runs = read_invocations(out)
+    if runs:
+        rep.paragraph("Wall time: " + "; ".join(
+            f"{r['seconds'] / 60:.1f} min from {r.get('started')}"
+            + (f" (load average {r['load_average'][0]:g} at the end)" if r.get("load_average") else "") for r in runs)
+            + (" (a resumed run counts only what ran in each invocation)." if len(runs) > 1 else "."))
+    elif seconds is not None:
         rep.paragraph(f"Wall time of this invocation: {seconds / 60:.1f} min (resumed runs count only what ran now).")
     env_rows = _env_rows(a.get("env"))
     if env_rows:

@@ -500,6 +500,29 @@ def prepare(out: Path, config: EffectsConfig) -> None:
     f.write_text(json.dumps({"config": config.to_dict(), "digest": config.digest()}, indent=2, default=list))
 
 
+#: one JSON line per invocation that ran jobs in a folder: start, wall seconds, command, load average
+INVOCATIONS = "invocations.jsonl"
+
+
+def record_invocation(out: Path, started: str, seconds: float, command: str | None) -> None:
+    """Append what one invocation of the folder took (the report shows every one)."""
+    try:
+        load = [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        load = None
+    with (Path(out) / INVOCATIONS).open("a") as fh:
+        fh.write(json.dumps({"started": started, "seconds": round(seconds, 1), "command": command,
+                             "load_average": load}) + "\n")
+
+
+def read_invocations(out: Path) -> list[dict]:
+    """The folder's record of the invocations that ran jobs."""
+    f = Path(out) / INVOCATIONS
+    if not f.is_file():
+        return []
+    return [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+
+
 def stored_config(out: Path) -> EffectsConfig | None:
     """The settings an effects folder was made with (its ``config.json``); None when it has none."""
     f = Path(out) / CONFIG_FILE
