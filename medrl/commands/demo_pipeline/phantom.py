@@ -21,9 +21,10 @@ from medrl.effects.config import PROFILES
 #: effects settings of the demo's section: the full profile's task, model, warm-up, RL budget and
 #: evaluation, GRPO and MRPO only (no controls, curves, signatures, sweep or leaky runs), so its
 #: runs are the full profile's first seeds (CPU runs repeat exactly on the same CPU type and build,
-#: and the full profile's learning curves leave its runs unchanged). Two seeds keep the stage
-#: within about 10 minutes on 2 idle cores (the warm-up about 4.5 min, then four runs of 60 steps,
-#: two at a time), so the default demo stays within 25 minutes.
+#: and the full profile's learning curves leave its runs unchanged). Two seeds keep the stage at
+#: about 8 minutes on 2 idle cores (estimated from the full run's CPU times: the warm-up 4.3 min,
+#: then four runs of 60 steps of about 1.8 min each, two at a time), so the default demo stays
+#: within 25 minutes.
 DEMO_SETTINGS = dict(profile="demo", seeds=2, controls=(), curve_every=0, noise_sweep=(), signatures=(), hacks=(),
                      workers=2)
 #: the harness's own ``quick`` profile with two seeds and the GRPO-vs-MRPO comparison only
