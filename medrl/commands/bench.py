@@ -7,52 +7,64 @@ HELP = "benchmarks with known truth: `medrl bench effects` measures each method'
 DESCRIPTION = """\
 medrl bench effects: train the methods side by side on synthetic medical VQA whose every answer
 and reasoning step is known exactly (the `phantom` data source, scored by the `oracle` judge),
-and report what each method changes - with statistics over seeds, not one lucky run.
+and report what each method changes - with its controls and statistics over seeds, not one
+lucky run.
 
 What runs:
   1. a warm-up model: a tiny Qwen2.5-VL built for the task, fine-tuned (SFT) on reasoning traces
      of which a stated share (--early-error-share, default 30%) opens with a wrong first step
      that carries into a wrong answer - a failure cascade RL can learn to remove;
-  2. GRPO and MRPO from that same model, with the same seed, data order and budget, for every
-     seed (--seeds; 5 in the full profile);
-  3. greedy evaluation on held-out phantoms, scored by the oracle: accuracy, First Failure Point
-     stage shares (early/mid/late), FAR, consistency, key-step coverage, modality tags;
-  4. each paper's signature effect on the same task: ARMed adaptive vs raw semantic reward
-     (mean and variance over training, accuracy), CAPO vs GRPO (accuracy drop on corrupted
-     images, reasoning-answer consistency), StepGRPO (key-step coverage), MediX-R1 (modality
-     tags);
-  5. the judge as a variable: GRPO vs MRPO trained with a noisy oracle (each verdict flipped
-     with probability 0.1, 0.2, 0.3) and with the reference judge, next to each judge's kappa
-     against the oracle, measured the way `medrl judge-bench` measures it;
-  6. reward hacking while it happens: GRPO whose answer reward pays a leaky judge's verdict
-     directly (yes to everything, pays length, one planted hole) and the clean oracle; the
-     hack rate per step (share of paid rollouts the oracle calls wrong) and the hacking
-     monitor's precision and recall (its alerts on every other training run counted too).
+  2. from that model, for every seed (--seeds; 8 in the full profile) with the same seed, data
+     order and budget: GRPO, MRPO and two controls - GRPO's recipe with a coin-flip reward (the
+     noise floor: what the optimizer's drift alone does) and plain trl.GRPOTrainer with the
+     oracle's answer verdict as its only reward (the trainer control);
+  3. evaluation on held-out phantoms, scored by the oracle, two ways: sampled (eval_samples
+     outputs per question at the training temperature, seeded: the primary measure, as RL
+     trains on samples; pass@k too) and greedy. Accuracy, First Failure Point stage shares and
+     early failures per output, FAR, consistency, key-step coverage, modality tags, per question
+     type; learning curves every curve_every steps on a fixed subset of held-out records;
+  4. each paper's signature effect on the same task (when --set signatures=... names them):
+     ARMed adaptive vs raw semantic reward, CAPO vs GRPO (accuracy drop on corrupted images,
+     consistency), StepGRPO (key-step coverage), MediX-R1 (modality tags);
+  5. the judge as a variable (--set noise_sweep=oracle:0.1,oracle:0.2,oracle:0.3,reference):
+     GRPO vs MRPO trained with a noisy oracle and with the reference judge, next to each judge's
+     kappa against the oracle, measured the way `medrl judge-bench` measures it;
+  6. reward hacking while it happens (--set hacks=yes_judge,length_judge,planted_hole,oracle):
+     GRPO whose answer reward pays a leaky judge's verdict directly; the hack rate per step and
+     the hacking monitor's precision and recall.
 
 Every comparison is paired over seeds: per-seed values, the mean difference with a 95%
-t-interval, a paired t-test and a Wilcoxon signed-rank test, and a plain sentence that says
-what the numbers show - including "no significant difference".
+t-interval, the minimum difference detectable at 80% power, a paired t-test and a Wilcoxon
+signed-rank test, and a plain sentence that says what the numbers show - including "no
+significant difference" - and which decoding it uses.
 
 Profiles:
   --quick          1 seed, a few steps, the smallest model: the machinery end to end (the fast
-                   test suite runs it; its numbers mean nothing). A few minutes.
-  (default) full   8 seeds, every signature, the sweep and the leaky runs with a 0.8M tiny model:
-                   14 minutes on 2 idle CPU cores, measured (docs/effects.md has the run, its
-                   command and its report).
+                   test suite runs it; its numbers mean nothing). About a minute.
+  (default) full   8 seeds x (GRPO, MRPO, coin-flip, plain TRL), 60 steps x 4 prompts x 8
+                   rollouts each, from one warm-up model (0.8M tiny model): docs/effects.md has
+                   the run, its command, its time on 2 CPU cores and its report.
                    --set warmup_from=FOLDER reuses an already fine-tuned warm-up model.
-  --profile gpu    a real small VLM (--set model=...), more seeds and steps.
+  --profile gpu    one GPU: a larger tiny model built from a config, more steps, rollouts and
+                   held-out records, 8 worker processes sharing the GPU (unmeasured).
+
+Scheduling: --workers processes at once (default 2), each pinned to its own CPU core with one
+torch thread; they end with this process (kill it and they stop).
 
 Output (--out, default effects_out/<profile>):
   report.md, report.html (figures embedded), results.json (every number of the report),
   seeds/seed<N>.json (per-seed results), runs/*.json (one per training run), figures/,
-  models/ (warm-up and trained models), logs/ (one log per run in worker processes).
-Resumable: rerun the same command; finished runs are read back, and a seed whose seeds/ file
-exists is skipped. A folder made with other settings is refused.
+  models/ (warm-up and trained models; eval/ holds every scored output), logs/ (one per run).
+One writer per folder: a second `medrl bench effects` on the same --out is refused (exit code 6)
+and touches nothing. Resumable: rerun the same command; finished runs are read back, and a seed
+whose seeds/ file exists is skipped. A folder made with other settings is refused.
+--report-only rewrites the report from a folder's finished runs with the settings stored in it.
 
 Examples:
   medrl bench effects --quick
   medrl bench effects --out effects_out/full
-  medrl bench effects --seeds 8 --set rl_steps=80 --set noise_sweep=oracle:0.2,reference
+  medrl bench effects --report-only --out effects_out/full
+  medrl bench effects --seeds 3 --set rl_steps=80 --set noise_sweep=oracle:0.2,reference
 """
 
 
@@ -68,11 +80,13 @@ def add_arguments(p) -> None:
                    help="share of warm-up traces that open with a wrong first step (default 0.3)")
     e.add_argument("--judge", default=None, help="training judge of the main comparison (default oracle)")
     e.add_argument("--workers", type=int, default=None,
-                   help="training processes at once, one torch thread each (0: in this process)")
+                   help="training processes at once, each pinned to its own core with one torch thread "
+                        "(0: in this process; default 2, the gpu profile 8)")
     e.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="any setting of medrl.effects.EffectsConfig (repeatable; a comma makes a list)")
     e.add_argument("--out", default=None, help="output folder (default effects_out/<profile>)")
-    e.add_argument("--report-only", action="store_true", help="rewrite the report from finished runs")
+    e.add_argument("--report-only", action="store_true",
+                   help="rewrite the report from the finished runs in --out, with the settings stored there")
     e.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
@@ -86,21 +100,25 @@ def run(args) -> int:
         print("medrl bench: choose a benchmark: `medrl bench effects --help`", file=sys.stderr)
         return 2
     from medrl.effects import make_config, parse_set, run_effects
-
-    from medrl.effects.runner import EffectsFolderMismatch
+    from medrl.effects.runner import EffectsFolderMismatch, stored_config
 
     profile = "quick" if args.quick else (args.profile or "full")
+    out = Path(args.out or f"effects_out/{profile}")
     try:
         overrides = parse_set(args.set)
         for key, val in (("seeds", args.seeds), ("early_error_share", args.early_error_share), ("judge", args.judge),
                          ("workers", args.workers)):
             if val is not None:
                 overrides[key] = val
-        config = make_config(profile, **overrides)
+        stored = stored_config(out) if args.report_only else None
+        if stored is not None and (overrides or args.quick or args.profile):
+            print("medrl bench effects: --report-only uses the settings stored in "
+                  f"{out / 'config.json'}; give only --out", file=sys.stderr)
+            return 2
+        config = stored if stored is not None else make_config(profile, **overrides)
     except ValueError as exc:
         print(f"medrl bench effects: {exc}", file=sys.stderr)
         return 2
-    out = Path(args.out or f"effects_out/{profile}")
     t0 = time.monotonic()
     try:
         md, html = run_effects(config, out, report_only=args.report_only, progress=not args.no_progress,

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from medrl.effects.config import SIGNATURES, EffectsConfig
+from medrl.effects.controls import CONTROL_RECIPE
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +55,8 @@ BASELINE, METHOD = "grpo", "mrpo"
 
 @dataclass(frozen=True)
 class Job:
-    key: str  # "warmup", "s0/grpo@oracle", "s0/hack-yes_judge", "kappa"
-    kind: str  # warmup | rl | hack | kappa
+    key: str  # "warmup", "s0/grpo@oracle", "s0/control-coin_flip", "s0/hack-yes_judge", "kappa"
+    kind: str  # warmup | rl | control | hack | kappa
     seed: int = 0
     recipe: str | None = None
     judge: str | None = None
@@ -74,6 +75,10 @@ def warmup_key(config: EffectsConfig, seed: int, tag: bool = False) -> str:
 
 def rl_key(seed: int, recipe: str, judge: str) -> str:
     return f"s{seed}/{recipe}@{judge}"
+
+
+def control_key(seed: int, control: str) -> str:
+    return f"s{seed}/control-{control}"
 
 
 def plan(config: EffectsConfig) -> list[Job]:
@@ -99,9 +104,12 @@ def plan(config: EffectsConfig) -> list[Job]:
 
     judges = [c.judge, *c.noise_sweep]  # needs no model: runs beside the warm-up
     jobs["kappa"] = Job("kappa", "kappa", 0, judge=",".join(dict.fromkeys(judges)))
-    for s in range(c.seeds):  # the main comparison first: a run cut short still has it
+    for s in range(c.seeds):  # the main comparison and its controls first: a run cut short still has them
         rl(s, BASELINE, c.judge)
         rl(s, METHOD, c.judge)
+        for ctl in c.controls:
+            k = control_key(s, ctl)
+            jobs[k] = Job(k, "control", s, CONTROL_RECIPE, ctl, needs=(warmup_key(c, s),))
     for s in range(c.hack_seeds if c.hacks else 0):
         for h in c.hacks:
             k = f"s{s}/hack-{h}"
@@ -187,7 +195,8 @@ def _f(x: float) -> str:
 
 
 def rl_overrides(config: EffectsConfig, seed: int, steps: int | None = None) -> list[str]:
-    """``--set`` overrides every RL run shares: same seed, data order, budget, one process."""
+    """``--set`` overrides every RL run shares: same seed, data order, budget, one process, no
+    gradient checkpointing (it recomputes activations to save memory a tiny model does not need)."""
     c = config
     batch = c.rl_prompts * c.num_generations
     return [
@@ -197,7 +206,7 @@ def rl_overrides(config: EffectsConfig, seed: int, steps: int | None = None) -> 
         f"grpo.learning_rate={_f(c.rl_lr)}", f"grpo.beta={_f(c.beta)}", f"grpo.temperature={_f(c.temperature)}",
         f"grpo.seed={seed}", "grpo.logging_steps=1", "grpo.save_strategy=no", "grpo.dataloader_num_workers=0",
         f"grpo.use_cpu={'true' if _cpu() else 'false'}", f"grpo.bf16={'true' if _bf16() else 'false'}",
-        "grpo.report_to=[]",
+        "grpo.report_to=[]", "grpo.gradient_checkpointing=false",  # a tiny model needs no memory saving
         "grpo.disable_tqdm=true", f"batch.global_prompts={c.rl_prompts}", f"batch.micro_batch={batch}",
         "batch.updates_per_rollout=1", "encoders.substitute=true", "algorithm.log_credit_every=0",
         *c.recipe_set,
@@ -230,13 +239,21 @@ def judge_of(spec: str, seed: int) -> Any:
 # ----------------------------------------------------------------------------- jobs
 
 
+def eval_options(config: EffectsConfig, style: str) -> dict:
+    """:func:`medrl.effects.metrics.evaluate_model`'s settings, the same for every model of a run:
+    greedy and ``eval_samples`` samples per question at the training temperature, seeded."""
+    return dict(max_new_tokens=config.eval_max_new_tokens, batch_size=config.eval_batch, prompt_style=style,
+                samples=config.eval_samples, temperature=config.temperature, seed=config.eval_seed,
+                subset=min(config.curve_records, config.n_test) if config.curve_every else 0)
+
+
 def run_warmup(config: EffectsConfig, out: Path, job: Job) -> dict:
     from medrl.data.sources.phantom import warmup_summary, warmup_traces
     from medrl.effects.metrics import evaluate_model
     from medrl.train.sft import train_sft
 
     folder = out / "models" / job.key.replace("/", "__")
-    t0 = time.monotonic()
+    t0, c0 = time.monotonic(), time.process_time()
     given = bool(config.warmup_from) and job.style == "think_answer"
     base = None if given else build_base(config, out / "models" / f"base-s{job.seed}", job.seed)
     train = records(config, "train", out)
@@ -248,11 +265,12 @@ def run_warmup(config: EffectsConfig, out: Path, job: Job) -> dict:
     elif not (final / "config.json").is_file():
         train_sft(str(base), [t.record for t in traces], folder, prompt_style=job.style,
                   options=sft_options(config, job.seed))
-    secs = time.monotonic() - t0
-    summary = evaluate_model(final, records(config, "test", out), folder / "eval", max_new_tokens=config.eval_max_new_tokens,
-                             batch_size=config.eval_batch, prompt_style=job.style)
+    secs, cpu = time.monotonic() - t0, time.process_time() - c0
+    t1, c1 = time.monotonic(), time.process_time()
+    summary = evaluate_model(final, records(config, "test", out), folder / "eval", **eval_options(config, job.style))
     return {"model": str(final), "warmup": warmup_summary(traces), "eval": summary, "sft_seconds": secs,
-            "style": job.style}
+            "sft_cpu_seconds": cpu, "eval_seconds": round(time.monotonic() - t1, 1),
+            "eval_cpu_seconds": round(time.process_time() - c1, 1), "style": job.style, "env": environment()}
 
 
 def _series(metrics_file: Path, keys: tuple[str, ...]) -> dict[str, list]:
@@ -283,7 +301,13 @@ LEAK_REWARD = "medrl.effects.leaky:leak_reward"
 
 
 def run_rl(config: EffectsConfig, out: Path, job: Job, warm: dict) -> dict:
-    """Train one RL run (``rl`` or ``hack`` job) from the warm-up model and evaluate it."""
+    """Train one RL run (``rl``, ``control`` or ``hack`` job) from the warm-up model and evaluate it.
+
+    ``control`` jobs train the ``grpo`` recipe with a control's reward and trainer
+    (:func:`medrl.effects.controls.control_run`). Every run but a hack run records its learning
+    curve (:class:`medrl.effects.curves.CurveCallback`) when ``curve_every`` is set."""
+    from medrl.effects.controls import control_run
+    from medrl.effects.curves import CurveCallback, read_curve
     from medrl.effects.leaky import hole_trigger, truth_hook
     from medrl.effects.metrics import corrupted_records, evaluate_model
     from medrl.models.loading import save_policy
@@ -294,39 +318,78 @@ def run_rl(config: EffectsConfig, out: Path, job: Job, warm: dict) -> dict:
     steps = config.hack_steps if job.kind == "hack" else config.rl_steps
     recipe = load_run_recipe(job.recipe, rl_overrides(config, job.seed, steps))
     recipe.data["prompt_style"] = job.style
-    judge = judge_of("oracle", job.seed) if job.kind == "hack" else judge_of(job.judge, job.seed)
+    judge = judge_of("oracle", job.seed) if job.kind in ("hack", "control") else judge_of(job.judge, job.seed)
+    trainer_cls = None
     if job.kind == "hack":  # the leak's verdict is paid directly as the answer reward (medrl.effects.leaky)
         leak = {"name": LEAK_REWARD, "weight": 1.0,
                 "options": {"leak": job.judge, "seed": job.seed, "trigger": hole_trigger(config.question_types)}}
         recipe.rewards = [leak, *[r for r in recipe.rewards if r["name"] == "format"]]
         recipe.algorithm["log_rewards"] = {"answer": LEAK_REWARD, "process": None}
+    elif job.kind == "control":
+        trainer_cls = control_run(recipe, job.judge, job.seed)
+    test = records(config, "test", out)
+    curve_file = folder / "curve.jsonl"
+    curve_n = min(config.curve_records, len(test)) if config.curve_every and job.kind != "hack" else 0
     t0 = time.monotonic()
-    monitor = {}
+    monitor: dict = {}
+    curve_seconds = loop_seconds = curve_cpu = loop_cpu = None
     if not (final / "config.json").is_file():
         if folder.exists():
-            shutil.rmtree(folder)  # an interrupted run restarts (runs are minutes long)
-        result = train_rl(recipe, warm["model"], records(config, "train", out), folder, judge=judge, train=False)
+            shutil.rmtree(folder)  # an interrupted run restarts (runs are minutes long; the folder lock
+            #                        makes this process the folder's only writer)
+        callbacks = []
+        if curve_n:
+            callbacks.append(CurveCallback(curve_file, test[:curve_n], every=config.curve_every,
+                                           k=config.eval_samples, temperature=config.temperature,
+                                           seed=config.eval_seed, max_new_tokens=config.eval_max_new_tokens,
+                                           batch_size=config.eval_batch, prompt_style=job.style))
+        result = train_rl(recipe, warm["model"], records(config, "train", out), folder, judge=judge, train=False,
+                          trainer_cls=trainer_cls, callbacks=callbacks)
         tr = result.trainer
+        if not hasattr(tr, "_speedups"):  # plain trl.GRPOTrainer: the step speed-ups MedGRPOTrainer installs
+            from medrl.train.speed import speed_up_step  # (the same numbers; without them TRL's scoring
+            speed_up_step(tr)  # order differs in the last float bits and the two arms drift apart)
         mon = getattr(tr, "_monitor", None)
         if mon is not None:
             mon.truth_fn = truth_hook
+        t_loop, c_loop = time.monotonic(), time.process_time()
         tr.train()
+        loop_seconds, loop_cpu = time.monotonic() - t_loop, time.process_time() - c_loop
         save_policy(tr.accelerator.unwrap_model(tr.model), tr.processing_class, final)
         if mon is not None:
             mon.write_summary()
+        curve_seconds = sum(c.seconds for c in callbacks)
+        curve_cpu = sum(c.cpu_seconds for c in callbacks)
     secs = time.monotonic() - t0
     summ = folder / "monitor_summary.json"
     if summ.is_file():
         m = json.loads(summ.read_text())
         monitor = {"alerts": m.get("alerts", []), "stopped": m.get("stopped")}
-    test = records(config, "test", out)
     corrupted = None
     if job.recipe in ("capo", "capo_grpo") and job.kind == "rl":
         corrupted = corrupted_records(test, out / "corrupted", t=config.corruption_t)
-    ev = evaluate_model(final, test, folder / "eval", max_new_tokens=config.eval_max_new_tokens,
-                        batch_size=config.eval_batch, prompt_style=job.style, corrupted=corrupted)
+    t1, c1 = time.monotonic(), time.process_time()
+    opts = eval_options(config, job.style)
+    if job.kind == "hack":  # the hack runs are read for their training-time hack rate: greedy is enough
+        opts.update(samples=0, subset=0)
+    ev = evaluate_model(final, test, folder / "eval", corrupted=corrupted, **opts)
+    curve = read_curve(curve_file)
+    if ev.get("sampled_subset") and curve_n:
+        curve.append({"step": steps, **ev["sampled_subset"]})
+    # the training loop alone: without model loading, saving and the curve points' evaluations
+    train_only = None if loop_seconds is None else loop_seconds - (curve_seconds or 0.0)
+    # CPU time of this (one-thread) process: close to the wall time the same work takes on an idle
+    # core, so a run on a loaded machine still says what it would take on an idle one
+    train_cpu = None if loop_cpu is None else loop_cpu - (curve_cpu or 0.0)
     return {"recipe": job.recipe, "judge": job.judge, "kind": job.kind, "eval": ev, "train_seconds": secs,
-            "series": _series(folder / "metrics.jsonl", SERIES), "monitor": monitor, "steps": steps}
+            "curve_seconds": curve_seconds, "eval_seconds": round(time.monotonic() - t1, 1),
+            "seconds_per_step": None if train_only is None else train_only / steps,
+            "cpu_seconds_per_step": None if train_cpu is None else train_cpu / steps, "curve_cpu_seconds": curve_cpu,
+            "eval_cpu_seconds": round(time.process_time() - c1, 1),
+            "trainer": "trl.GRPOTrainer" if trainer_cls is not None and trainer_cls.__module__.startswith("trl")
+            else "MedGRPOTrainer", "curve": curve,
+            "series": _series(folder / "metrics.jsonl", SERIES), "monitor": monitor, "steps": steps,
+            "env": environment()}
 
 
 def run_kappa(config: EffectsConfig, out: Path, job: Job) -> dict:
@@ -366,10 +429,39 @@ def run_kappa(config: EffectsConfig, out: Path, job: Job) -> dict:
     return {"judges": out_k}
 
 
+def environment() -> dict:
+    """What a CPU run's exact numbers depend on: the CPU model, the library versions and the
+    thread settings of this process (runs repeat exactly on the same CPU type and build, not
+    across CPU types: docs/effects.md)."""
+    import platform
+
+    import torch
+    import transformers
+    import trl
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        affinity = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        affinity = None
+    return {"cpu": cpu, "cpu_count": os.cpu_count(), "affinity": affinity, "torch": torch.__version__,
+            "transformers": transformers.__version__, "trl": trl.__version__, "python": platform.python_version(),
+            "torch_threads": torch.get_num_threads(), "torch_interop_threads": torch.get_num_interop_threads(),
+            "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "mkl_num_threads": os.environ.get("MKL_NUM_THREADS"),
+            "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
+
+
 def run_job(out: Path, key: str) -> dict:
     """Run one job of the effects run in ``out`` (reads its config) and write its JSON."""
     out = Path(out)
-    config = EffectsConfig(**json.loads((out / CONFIG_FILE).read_text())["config"])
+    config = stored_config(out)
     job = {j.key: j for j in plan(config)}[key]
     path = out / "runs" / job.file
     if path.is_file():
@@ -378,7 +470,7 @@ def run_job(out: Path, key: str) -> dict:
 
     if not torch.cuda.is_available():
         torch.set_num_threads(1)  # worker processes share the CPU cores; on a GPU the host threads feed it
-    t0 = time.monotonic()
+    t0, c0 = time.monotonic(), time.process_time()
     if job.kind == "warmup":
         res = run_warmup(config, out, job)
     elif job.kind == "kappa":
@@ -386,7 +478,8 @@ def run_job(out: Path, key: str) -> dict:
     else:
         warm = json.loads((out / "runs" / Job(job.needs[0], "warmup").file).read_text())
         res = run_rl(config, out, job, warm)
-    res = {"key": key, "seed": job.seed, "seconds": round(time.monotonic() - t0, 1), **res}
+    res = {"key": key, "seed": job.seed, "seconds": round(time.monotonic() - t0, 1),
+           "cpu_seconds": round(time.process_time() - c0, 1), **res}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(res, indent=1, default=str))
@@ -408,6 +501,37 @@ def prepare(out: Path, config: EffectsConfig) -> None:
                                         f"(digest {old.get('digest')} vs "
                              f"{config.digest()}); choose another --out or remove it")
     f.write_text(json.dumps({"config": config.to_dict(), "digest": config.digest()}, indent=2, default=list))
+
+
+#: one JSON line per invocation that ran jobs in a folder: start, wall seconds, command, load average
+INVOCATIONS = "invocations.jsonl"
+
+
+def record_invocation(out: Path, started: str, seconds: float, command: str | None) -> None:
+    """Append what one invocation of the folder took (the report shows every one)."""
+    try:
+        load = [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        load = None
+    with (Path(out) / INVOCATIONS).open("a") as fh:
+        fh.write(json.dumps({"started": started, "seconds": round(seconds, 1), "command": command,
+                             "load_average": load}) + "\n")
+
+
+def read_invocations(out: Path) -> list[dict]:
+    """The folder's record of the invocations that ran jobs."""
+    f = Path(out) / INVOCATIONS
+    if not f.is_file():
+        return []
+    return [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+
+
+def stored_config(out: Path) -> EffectsConfig | None:
+    """The settings an effects folder was made with (its ``config.json``); None when it has none."""
+    f = Path(out) / CONFIG_FILE
+    if not f.is_file():
+        return None
+    return EffectsConfig(**json.loads(f.read_text())["config"])
 
 
 def _seed_file(out: Path, seed: int) -> Path:
@@ -435,9 +559,12 @@ def run_all(config: EffectsConfig, out: str | Path, *, echo: Callable[[str], Non
 
     bar = tqdm(total=len(todo), desc="effects runs", unit="run", disable=not progress)
     futures: dict[str, Any] = {}
+    workers = Workers(out, config.workers)
 
     def one(job: Job) -> dict:
         for dep in job.needs:
+            if dep not in futures:  # its seed was done before: read its result
+                continue
             if "error" in futures[dep].result():
                 bar.update(1)
                 return {"key": job.key, "seed": job.seed, "error": f"needs {dep}, which failed"}
@@ -448,7 +575,7 @@ def run_all(config: EffectsConfig, out: str | Path, *, echo: Callable[[str], Non
                 if config.workers == 0:
                     run_job(out, job.key)
                 else:
-                    _subprocess(out, job)
+                    workers.run(job)
             except Exception as exc:  # noqa: BLE001 - one failed run must not lose the others
                 log.exception("effects job %s failed", job.key)
                 bar.write(f"  {job.key}: FAILED ({type(exc).__name__}: {exc})")
@@ -466,11 +593,18 @@ def run_all(config: EffectsConfig, out: str | Path, *, echo: Callable[[str], Non
             futures[j.key] = f
             f.set_result(one(j))
     else:
-        with ThreadPoolExecutor(max_workers=config.workers) as pool:
+        pool = ThreadPoolExecutor(max_workers=config.workers)
+        try:
             for j in todo:  # dependency order: a job waits for its warm-up inside its thread
                 futures[j.key] = pool.submit(one, j)
             for k, f in futures.items():
                 f.result()
+        except BaseException:  # Ctrl-C, or an error here: no job starts after it, running ones end now
+            workers.stop()
+            pool.shutdown(wait=True, cancel_futures=True)
+            bar.close()
+            raise
+        pool.shutdown(wait=True)
     bar.close()
     for k, f in futures.items():
         results[k] = f.result()
@@ -478,10 +612,12 @@ def run_all(config: EffectsConfig, out: str | Path, *, echo: Callable[[str], Non
     if failed:
         echo(f"effects: {len(failed)} run(s) failed (rerun the command to retry them): "
              + "; ".join(f"{k}: {v}" for k, v in failed.items()))
-    for s in sorted({j.seed for j in jobs if j.kind in ("rl", "hack")} - done_seeds):
-        runs = {k: v for k, v in results.items() if v.get("seed") == s and k.startswith(f"s{s}/")}
+    trained = ("rl", "control", "hack")
+    for s in sorted({j.seed for j in jobs if j.kind in trained} - done_seeds):
+        runs = {k: v for k, v in results.items() if v.get("seed") == s and k.startswith(f"s{s}/")
+                and not k.endswith(("/warmup", "/warmup_tag"))}
         if any("error" in v for v in runs.values()) or len(runs) < sum(
-                1 for j in jobs if j.seed == s and j.kind in ("rl", "hack")):
+                1 for j in jobs if j.seed == s and j.kind in trained):
             continue  # a seed file only for a complete seed (its runs are all done)
         _seed_file(out, s).parent.mkdir(parents=True, exist_ok=True)
         _seed_file(out, s).write_text(json.dumps({"seed": s, "runs": runs}, indent=1, default=str))
@@ -489,17 +625,100 @@ def run_all(config: EffectsConfig, out: str | Path, *, echo: Callable[[str], Non
             "seconds": time.monotonic() - t0}
 
 
-def _subprocess(out: Path, job: Job) -> None:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
-    logs = out / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    with (logs / (job.file[:-5] + ".log")).open("w") as fh:
-        rc = subprocess.call([sys.executable, "-m", "medrl.effects.runner", str(out), job.key], stdout=fh,
-                             stderr=subprocess.STDOUT, env=env)
-    if rc != 0:
-        raise RuntimeError(f"effects job {job.key} failed (exit {rc}); see {logs / (job.file[:-5] + '.log')}")
+#: environment variables a worker process reads: the core it is pinned to, and its parent's PID
+CORE_ENV, PARENT_ENV = "MEDRL_EFFECTS_CORE", "MEDRL_EFFECTS_PARENT"
+
+
+class Workers:
+    """Worker processes, one job each, at most ``n`` at once, each pinned to its own core.
+
+    The cores are this process's allowed ones (:func:`os.sched_getaffinity`), handed out one per
+    running worker (shared round-robin only when ``n`` exceeds them); a worker pins itself
+    (:func:`os.sched_setaffinity`) and runs one torch thread (:func:`worker_setup`). Workers end
+    with this process: each asks the kernel for SIGKILL when its parent dies (Linux
+    ``PR_SET_PDEATHSIG``: a kill -9 of the parent included), and :meth:`stop` ends the running ones
+    on Ctrl-C or an error here."""
+
+    def __init__(self, out: Path, n: int) -> None:
+        import queue
+        import threading
+
+        self.out = Path(out)
+        try:
+            cores = sorted(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cores = []
+        self.cores: Any = queue.Queue()
+        for i in range(max(n, 0)):
+            self.cores.put(cores[i % len(cores)] if cores else None)
+        self.live: set[subprocess.Popen] = set()
+        self.lock = threading.Lock()
+        self.stopped = False
+
+    def run(self, job: Job) -> None:
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
+               PARENT_ENV: str(os.getpid())}
+        logs = self.out / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        log_file = logs / (job.file[:-5] + ".log")
+        core = self.cores.get()
+        try:
+            if core is not None:
+                env[CORE_ENV] = str(core)
+            with log_file.open("w") as fh, self.lock:
+                if self.stopped:
+                    raise RuntimeError("stopped before it started")
+                proc = subprocess.Popen([sys.executable, "-m", "medrl.effects.runner", str(self.out), job.key],
+                                        stdout=fh, stderr=subprocess.STDOUT, env=env)
+                self.live.add(proc)
+            try:
+                rc = proc.wait()
+            finally:
+                with self.lock:
+                    self.live.discard(proc)
+        finally:
+            self.cores.put(core)
+        if rc != 0:
+            raise RuntimeError(f"effects job {job.key} failed (exit {rc}); see {log_file}")
+
+    def stop(self, grace: float = 10.0) -> None:
+        """End every running worker (SIGTERM, then SIGKILL after ``grace`` seconds); start no more."""
+        with self.lock:
+            self.stopped = True
+            procs = list(self.live)
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+        deadline = time.monotonic() + grace
+        for p in procs:
+            try:
+                p.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def worker_setup() -> None:
+    """In a worker process, first thing: die with the parent, pin to the core handed out, one
+    torch thread (set again by :func:`run_job` once torch is imported)."""
+    parent = int(os.environ.get(PARENT_ENV) or 0)
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+        except (OSError, AttributeError):
+            log.warning("effects worker: cannot ask to end with the parent (prctl unavailable)")
+    if parent and os.getppid() != parent:  # the parent died before the request above took effect
+        sys.exit(1)
+    core = os.environ.get(CORE_ENV)
+    if core is not None and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {int(core)})
 
 
 if __name__ == "__main__":  # one job in a worker process: python -m medrl.effects.runner OUT KEY
+    worker_setup()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     run_job(Path(sys.argv[1]), sys.argv[2])

@@ -9,6 +9,11 @@
 - :func:`proportion_ci`: Wilson score interval of a proportion (Wilson 1927;
   :func:`statsmodels.stats.proportion.proportion_confint` with ``method="wilson"``), or the
   Clopper-Pearson exact interval (``method="beta"``).
+- :func:`min_detectable_difference`: the smallest true mean difference the paired t-test would
+  detect with 80% power at alpha 0.05, from the per-seed differences' standard deviation
+  (:class:`statsmodels.stats.power.TTestPower` solves for the standardized effect d, and the
+  difference is d * sd): a "no significant difference" next to it says how large a difference
+  the seeds could have shown.
 - :func:`claim_sentence`: one plain sentence that says what the numbers show, "no significant
   difference" included.
 
@@ -37,9 +42,10 @@ def paired_over_seeds(a: Sequence[float | None], b: Sequence[float | None], *, a
 
     Seeds missing a value in either list are left out (``dropped``). Returns ``{"n", "dropped",
     "a_mean", "b_mean", "diff" (mean of b - a), "sd", "ci_low", "ci_high", "t_p", "wilcoxon_p",
-    "diffs", "alpha"}``; the interval and tests are None with fewer than two seeds, the interval
-    is None when every seed gives the same difference (no spread to size it), and the tests are
-    None when every difference is 0.
+    "diffs", "alpha", "mde"}``; the interval and tests are None with fewer than two seeds, the
+    interval is None when every seed gives the same difference (no spread to size it), and the
+    tests are None when every difference is 0. ``mde``: :func:`min_detectable_difference` of the
+    differences' spread (None below two seeds or without spread).
     """
     xa, xb = _clean(a), _clean(b)
     if len(xa) != len(xb):
@@ -49,17 +55,18 @@ def paired_over_seeds(a: Sequence[float | None], b: Sequence[float | None], *, a
     out: dict[str, Any] = {"n": n, "dropped": len(xa) - n, "alpha": alpha, "diffs": [y - x for x, y in pairs]}
     if n == 0:
         return {**out, "a_mean": None, "b_mean": None, "diff": None, "sd": None, "ci_low": None, "ci_high": None,
-                "t_p": None, "wilcoxon_p": None}
+                "t_p": None, "wilcoxon_p": None, "mde": None}
     import numpy as np
 
     d = np.array(out["diffs"], dtype=float)
     out.update(a_mean=float(np.mean([x for x, _ in pairs])), b_mean=float(np.mean([y for _, y in pairs])),
                diff=float(d.mean()))
     if n < 2:
-        return {**out, "sd": None, "ci_low": None, "ci_high": None, "t_p": None, "wilcoxon_p": None}
+        return {**out, "sd": None, "ci_low": None, "ci_high": None, "t_p": None, "wilcoxon_p": None, "mde": None}
     from scipy import stats
 
     sd = float(d.std(ddof=1))
+    out["mde"] = min_detectable_difference(sd, n, alpha=alpha)
     half = float(stats.t.ppf(1 - alpha / 2, n - 1)) * sd / math.sqrt(n)
     t_p = w_p = None
     if np.any(d != 0):
@@ -73,6 +80,22 @@ def paired_over_seeds(a: Sequence[float | None], b: Sequence[float | None], *, a
         return {**out, "sd": sd, "ci_low": None, "ci_high": None, "t_p": t_p, "wilcoxon_p": w_p}
     return {**out, "sd": sd, "ci_low": out["diff"] - half, "ci_high": out["diff"] + half, "t_p": t_p,
             "wilcoxon_p": w_p}
+
+
+def min_detectable_difference(sd: float | None, n: int, *, alpha: float = ALPHA, power: float = 0.8) -> float | None:
+    """The smallest mean paired difference a two-sided paired t-test over ``n`` seeds detects
+    with probability ``power`` at level ``alpha`` when the per-seed differences have standard
+    deviation ``sd``: ``d * sd`` with ``d`` the standardized effect
+    :meth:`statsmodels.stats.power.TTestPower.solve_power` finds (the noncentral t distribution,
+    noncentrality ``d * sqrt(n)``). None with fewer than two seeds or no spread."""
+    if sd is None or n < 2 or not sd > 0:
+        return None
+    from statsmodels.stats.power import TTestPower
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        d = TTestPower().solve_power(effect_size=None, nobs=n, alpha=alpha, power=power, alternative="two-sided")
+    return float(d) * float(sd)
 
 
 def mean_over_seeds(values: Sequence[float | None], *, alpha: float = ALPHA) -> dict:
@@ -129,7 +152,7 @@ def _fmt(v: float | None, pct: bool) -> str:
 def claim_sentence(claim: str, result: dict, *, a: str, b: str, lower_is_better: bool = False,
                    percent: bool = True) -> str:
     """One plain sentence for a paired result: what was compared, the mean difference ``b - a``
-    with its interval and p-values, and whether the data support ``claim`` (the expected
+    with its interval, the minimum detectable difference and p-values, and whether the data support ``claim`` (the expected
     direction), show the opposite, or show no significant difference."""
     n, diff = result.get("n", 0), result.get("diff")
     if not n or diff is None:
@@ -142,6 +165,9 @@ def claim_sentence(claim: str, result: dict, *, a: str, b: str, lower_is_better:
     tp, wp = result.get("t_p"), result.get("wilcoxon_p")
     ps = ", ".join(x for x in (f"paired t p = {tp:.3g}" if tp is not None else "",
                                f"Wilcoxon p = {wp:.3g}" if wp is not None else "") if x)
+    mde = result.get("mde")
+    if mde is not None:  # how large a difference these seeds could have shown
+        ci += f", minimum detectable difference at 80% power {_fmt(mde, percent).lstrip('+')}"
     sig = significant(result)
     if not sig:
         return f"{head}, {ci}{', ' + ps if ps else ''}: no significant difference."
@@ -150,4 +176,5 @@ def claim_sentence(claim: str, result: dict, *, a: str, b: str, lower_is_better:
     return f"{head}, {ci}, {ps}: the difference is significant and {verdict}."
 
 
-__all__ = ["ALPHA", "claim_sentence", "mean_over_seeds", "paired_over_seeds", "proportion_ci", "significant"]
+__all__ = ["ALPHA", "claim_sentence", "mean_over_seeds", "min_detectable_difference", "paired_over_seeds",
+           "proportion_ci", "significant"]

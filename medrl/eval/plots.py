@@ -211,3 +211,42 @@ def training_curves(curves: Mapping[str, Mapping[str, Sequence[tuple[float, floa
         ax.axis("off")
     fig.suptitle(title, fontsize=11)
     return _save(fig, path)
+
+
+def band_curves(panels: Mapping[str, Mapping[str, Mapping[float, Sequence[float]]]], path: str | Path, *,
+                title: str = "", xlabel: str = "training step", percent: bool = True) -> Path:
+    """Curves over repeated runs: one panel per quantity, one line per arm at the mean over runs,
+    with a band of the 95% Student-t interval of that mean (none where one run has the point).
+    ``panels[panel][arm] = {x: [value of each run at x]}``."""
+    import math
+
+    from scipy import stats
+
+    plt = _plt()
+    fig, axes = plt.subplots(1, max(len(panels), 1), figsize=(5.0 * max(len(panels), 1), 3.4), squeeze=False)
+    scale = 100.0 if percent else 1.0
+    for ax, (panel, arms) in zip(axes[0], panels.items()):
+        for arm, points in arms.items():
+            xs = sorted(x for x, v in points.items() if v)
+            if not xs:
+                continue
+            mean, low, high = [], [], []
+            for x in xs:
+                v = [float(y) for y in points[x]]
+                m = sum(v) / len(v)
+                half = 0.0
+                if len(v) > 1:
+                    sd = math.sqrt(sum((y - m) ** 2 for y in v) / (len(v) - 1))
+                    half = float(stats.t.ppf(0.975, len(v) - 1)) * sd / math.sqrt(len(v))
+                mean.append(scale * m)
+                low.append(scale * (m - half))
+                high.append(scale * (m + half))
+            line, = ax.plot(xs, mean, "-o", markersize=3, lw=1.4, label=arm)
+            ax.fill_between(xs, low, high, color=line.get_color(), alpha=0.18, lw=0)
+        ax.set_title(panel, fontsize=10)
+        ax.set_xlabel(xlabel)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    return _save(fig, path)

@@ -124,6 +124,7 @@ def generate(
     progress: bool = True,
     max_pixels: int | None = None,
     max_prompt_tokens: int | None = None,
+    generation_kwargs: dict | None = None,
 ) -> list[str]:
     """Generate one completion per input, in batches; returns the decoded completions.
 
@@ -136,6 +137,8 @@ def generate(
     ``max_prompt_tokens`` (default: the model's ``max_position_embeddings`` minus
     ``max_new_tokens``) raises :class:`PromptTooLongError` naming the record before anything of
     its batch is generated, instead of minutes of generation on a broken record.
+    ``generation_kwargs`` go to ``model.generate`` on top of these (e.g. ``top_k=0`` and
+    ``suppress_tokens`` to sample exactly as TRL's GRPO rollouts do).
     """
     import torch
     from tqdm.auto import tqdm
@@ -157,6 +160,7 @@ def generate(
         gen_kwargs.update(temperature=temperature, top_p=top_p)
     else:  # silence "temperature is set but do_sample=False" from a sampling generation config
         gen_kwargs.update(temperature=None, top_p=None, top_k=None)
+    gen_kwargs.update(generation_kwargs or {})
     limit = max_prompt_tokens or max_prompt_tokens_of(model, max_new_tokens)
     batches = range(0, len(items), max(1, batch_size))
     try:

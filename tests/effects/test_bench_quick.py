@@ -1,6 +1,8 @@
-"""``medrl bench effects --quick`` end to end: every job runs, the report and per-seed results
-are written, and a rerun resumes instead of training again. The numbers of a quick run mean
-nothing (a few steps of a random tiny model); only the machinery is checked here."""
+"""``medrl bench effects --quick`` end to end: every job runs (the controls and the learning
+curves included), the report and per-seed results are written, a rerun resumes instead of
+training again, the report regenerates from the folder alone, and the plain-TRL control trains
+exactly as medrl's trainer does on the same reward. The numbers of a quick run mean nothing (a
+few steps of a tiny model); only the machinery is checked here."""
 
 from __future__ import annotations
 
@@ -12,27 +14,53 @@ pytestmark = [pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserW
               pytest.mark.usefixtures("one_torch_thread")]
 
 
-def test_bench_effects_quick_writes_its_report_and_resumes(tmp_path):
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory, one_torch_thread):
+    """One ``medrl bench effects --quick`` run, shared by this module's tests."""
     from medrl.cli import main
 
-    out = tmp_path / "effects"
+    out = tmp_path_factory.mktemp("effects") / "quick"
     assert main(["bench", "effects", "--quick", "--out", str(out), "--no-progress"]) == 0
+    return out
+
+
+def test_bench_effects_quick_writes_its_report_and_resumes(quick):
+    from medrl.cli import main
+
+    out = quick
     md, html = out / "report.md", out / "report.html"
     assert md.is_file() and html.is_file()
     text = md.read_text()
-    for section in ("Warm-up model", "MRPO vs GRPO", "Judge quality", "signature effect", "Reward hacking"):
+    for section in ("Warm-up model", "The arms and their controls", "Learning curves", "MRPO vs GRPO",
+                    "By question type", "Time per training step", "Judge quality", "signature effect",
+                    "Reward hacking", "torch / transformers / TRL"):
         assert section in text, section
+    # every claim names its decoding
+    claims = [line for line in text.splitlines() if " vs " in line and " - " in line and "seed" in line
+              and line[:1].isalpha() and not line.startswith(("Profile", "|"))]
+    assert claims and all("sampled" in c or "greedy" in c for c in claims), claims
     assert "data:image/png;base64," in html.read_text()  # figures embedded
+    assert (out / "figures" / "effects_learning_curves.png").stat().st_size > 1000
     seed0 = json.loads((out / "seeds" / "seed0.json").read_text())
     runs = seed0["runs"]
-    assert {"s0/grpo@oracle", "s0/mrpo@oracle", "s0/hack-yes_judge", "s0/hack-oracle"} <= set(runs)
+    assert {"s0/grpo@oracle", "s0/mrpo@oracle", "s0/control-coin_flip", "s0/control-trl", "s0/hack-yes_judge",
+            "s0/hack-oracle"} <= set(runs)
+    assert runs["s0/control-trl"]["trainer"] == "trl.GRPOTrainer"
+    assert runs["s0/control-coin_flip"]["trainer"] == runs["s0/grpo@oracle"]["trainer"] == "MedGRPOTrainer"
     ev = runs["s0/mrpo@oracle"]["eval"]
-    assert ev["n"] == 16 and 0.0 <= ev["accuracy"]["p"] <= 1.0
+    assert ev["greedy"]["n"] == 16 and 0.0 <= ev["greedy"]["accuracy"]["p"] <= 1.0
+    assert ev["sampled"]["n"] == 32 and ev["sampled"]["k"] == 2 and set(ev["sampled"]["pass_at_k"]) == {"1", "2"}
+    # the curve: step 1 from the callback, step 2 (the last) from the final evaluation of the same subset
+    curve = runs["s0/grpo@oracle"]["curve"]
+    assert [p["step"] for p in curve] == [1, 2] and all(p["n_questions"] == 4 for p in curve)
+    assert runs["s0/grpo@oracle"]["seconds_per_step"] > 0
     assert runs["s0/hack-oracle"]["series"]["monitor/truth_accuracy"]  # the oracle's view, logged at every step
     numbers = json.loads((out / "results.json").read_text())
     assert numbers["warmup"]["warmup"]["early_error_share"] == pytest.approx(0.3, abs=0.02)
     # the warm-up model follows the <think>...</think><answer>...</answer> format on held-out phantoms
-    assert numbers["warmup"]["eval"]["format"]["p"] >= 0.5
+    assert numbers["warmup"]["eval"]["greedy"]["format"]["p"] >= 0.5
+    assert numbers["env"]["torch"] and numbers["env"]["torch_threads"] == 1
+    assert [c["b"] for c in numbers["controls"]][:2] == ["grpo", "grpo"]
     kap = numbers["kappa"]["oracle"]
     assert kap["step_validity_kappa"] == 1.0 and kap["answer_kappa"] == 1.0  # the oracle agrees with itself
     # resumable: the seed's file exists, so nothing trains again
@@ -41,23 +69,80 @@ def test_bench_effects_quick_writes_its_report_and_resumes(tmp_path):
     assert {p: p.stat().st_mtime for p in (out / "runs").glob("*.json")} == before
     # another config in the same folder is refused
     assert main(["bench", "effects", "--quick", "--seeds", "2", "--out", str(out), "--no-progress"]) != 0
+    # the report regenerates from the folder alone, with the settings stored there
+    (out / "report.md").unlink()
+    assert main(["bench", "effects", "--report-only", "--out", str(out)]) == 0
+    assert (out / "report.md").read_text().count("MRPO vs GRPO") == text.count("MRPO vs GRPO")
+    assert main(["bench", "effects", "--report-only", "--seeds", "3", "--out", str(out)]) == 2
+
+
+def _weights(folder):
+    from safetensors.torch import load_file
+
+    return load_file(str(folder / "model.safetensors"))
+
+
+def _rows(folder):
+    return [json.loads(x) for x in (folder / "metrics.jsonl").read_text().splitlines() if x.strip()]
+
+
+def test_plain_trl_control_equals_medrl_grpo_on_the_same_reward(quick, tmp_path):
+    """The trainer control: the quick run's plain-TRL arm (trl.GRPOTrainer, the oracle's verdict as
+    its only reward, a learning-curve point after step 1) against medrl's trainer with the same
+    reward, config, prompts and seed and no curve: the same logged numbers at every step and the
+    same weights, bit for bit. So medrl's trainer adds nothing to GRPO where the reward is the same,
+    and a curve point leaves the run it watches unchanged."""
+    import torch
+
+    from medrl.effects.controls import control_run
+    from medrl.effects.runner import load_run_recipe, records, rl_overrides, stored_config
+    from medrl.models.loading import save_policy
+    from medrl.train.pipeline import train_rl
+
+    config = stored_config(quick)
+    warm = json.loads((quick / "runs" / "warmup.json").read_text())["model"]
+    recipe = load_run_recipe("grpo", rl_overrides(config, 0))
+    cls = control_run(recipe, "trl", 0, trainer="medrl")
+    assert cls.__name__ == "MedGRPOTrainer"
+    res = train_rl(recipe, warm, records(config, "train", quick), tmp_path / "medrl", train=False, trainer_cls=cls)
+    res.trainer.train()
+    save_policy(res.trainer.model, res.trainer.processing_class, tmp_path / "medrl" / "final")
+    trl_dir = quick / "models" / "s0__control-trl"
+    ours, theirs = _rows(tmp_path / "medrl"), _rows(trl_dir)
+    assert len(ours) == len(theirs) == config.rl_steps + 1  # a row per step and the closing summary
+    rewards = [r["reward"] for r in theirs if "reward" in r]
+    assert any(r > 0 for r in rewards), "the oracle paid nothing: the comparison would be vacuous"
+    for a, b in zip(ours, theirs):
+        common = sorted(set(a) & set(b) - {"train_runtime", "train_samples_per_second", "train_steps_per_second",
+                                           "time", "timestamp", "step_time"})
+        assert {k: a[k] for k in common} == {k: b[k] for k in common}
+    wa, wb = _weights(tmp_path / "medrl" / "final"), _weights(trl_dir / "final")
+    assert wa.keys() == wb.keys()
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+    base = _weights(__import__("pathlib").Path(warm))
+    assert any(not torch.equal(wa[k], base[k]) for k in wa if k in base), "training left the weights unchanged"
 
 
 def test_plan_pairs_every_method_with_the_same_warmup():
     from medrl.effects import make_config
     from medrl.effects.runner import plan
 
-    jobs = {j.key: j for j in plan(make_config("full"))}
+    jobs = {j.key: j for j in plan(make_config("full", signatures=("armed", "capo", "stepgrpo", "medix"),
+                                               hacks=("yes_judge", "length_judge", "planted_hole", "oracle")))}
     for s in range(8):
-        assert jobs[f"s{s}/grpo@oracle"].needs == jobs[f"s{s}/mrpo@oracle"].needs == ("warmup",)
-        assert jobs[f"s{s}/grpo@oracle"].seed == jobs[f"s{s}/mrpo@oracle"].seed == s
+        assert (jobs[f"s{s}/grpo@oracle"].needs == jobs[f"s{s}/mrpo@oracle"].needs
+                == jobs[f"s{s}/control-coin_flip"].needs == jobs[f"s{s}/control-trl"].needs == ("warmup",))
+        assert jobs[f"s{s}/grpo@oracle"].seed == jobs[f"s{s}/mrpo@oracle"].seed == jobs[f"s{s}/control-trl"].seed == s
     assert jobs["s0/medix_r1@oracle"].needs == ("warmup_tag",)
     assert {"s0/hack-yes_judge", "s0/hack-length_judge", "s0/hack-planted_hole", "s0/hack-oracle"} <= set(jobs)
     keys = list(jobs)
     assert keys.index("warmup") < keys.index("s0/grpo@oracle")  # warm-ups first
     # both warm-ups come before every run, so two workers train them side by side
-    first_run = min(i for i, k in enumerate(keys) if jobs[k].kind in ("rl", "hack"))
+    first_run = min(i for i, k in enumerate(keys) if jobs[k].kind in ("rl", "control", "hack"))
     assert keys.index("warmup_tag") < first_run
+    # the main comparison and its controls come before the signatures, the sweep and the hack runs
+    last_main = max(i for i, k in enumerate(keys) if jobs[k].kind == "control")
+    assert all(i > last_main for i, k in enumerate(keys) if jobs[k].kind == "hack")
 
 
 def test_config_refuses_unknown_settings():
@@ -67,7 +152,19 @@ def test_config_refuses_unknown_settings():
         make_config("quick", rl_step=3)
     with pytest.raises(ValueError, match="signature"):
         make_config("quick", signatures=("capo", "nope"))
+    with pytest.raises(ValueError, match="control"):
+        make_config("quick", controls=("coin_flip", "nope"))
+    with pytest.raises(ValueError, match="eval_samples"):
+        make_config("quick", eval_samples=0, curve_every=5)
     assert parse_set(["rl_steps=7", "signatures=armed,capo"]) == {"rl_steps": 7, "signatures": ("armed", "capo")}
     assert parse_set(["sft_lr=3e-3"]) == {"sft_lr": 0.003}  # a float, though YAML reads "3e-3" as text
     with pytest.raises(ValueError, match="rl_steps"):
         parse_set(["rl_steps=many"])
+
+
+def test_every_rl_run_trains_without_gradient_checkpointing():
+    from medrl.effects import make_config
+    from medrl.effects.runner import load_run_recipe, rl_overrides
+
+    for name in ("grpo", "mrpo"):
+        assert load_run_recipe(name, rl_overrides(make_config("full"), 0)).grpo["gradient_checkpointing"] is False

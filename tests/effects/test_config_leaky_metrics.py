@@ -105,13 +105,47 @@ def test_score_output_on_a_right_and_a_wrong_chain(tmp_path):
     assert s["n"] == 2 and s["accuracy"]["p"] == pytest.approx(0.5) and s["accuracy"]["k"] == 1
 
 
+def _row(qid, qtype, correct, ffp, steps=3):
+    """A scored output as score_output writes it (only the fields summaries read)."""
+    return {"id": qid, "question_type": qtype, "correct": correct, "well_formed": True, "consistent": correct,
+            "tag_correct": False, "steps": steps, "ffp": ffp, "far": None, "key_step_coverage": None}
+
+
 def test_counts_over_all_outputs_by_hand():
-    """300 outputs, 60 with a failed step, 24 of them early: the early share is 24/60 = 40%, the
-    early failures per output 24/300 = 8%, the outputs with a failed step 60/300 = 20%."""
+    """300 outputs, 60 with a failed step, 24 of them early (FFP 0.0 < 0.4), 6 mid (0.5), 30 late
+    (0.8): the early share is 24/60 = 40%, the early failures per output 24/300 = 8%, the outputs
+    with a failed step 60/300 = 20%; per question type the same counts of its own outputs."""
     from medrl.effects.report import METRICS
 
-    ev = {"n": 300, "early_share": 0.4, "stages": {"n_failed": 60, "counts": {"early": 24, "mid": 6, "late": 30}}}
-    assert METRICS["early_share"][0](ev) == 0.4
+    rows = ([_row(f"m{i}", "modality", False, 0.0) for i in range(24)] + [_row(f"o{i}", "organ", False, 0.5)
+                                                                          for i in range(6)]
+            + [_row(f"o{i}", "organ", False, 0.8) for i in range(6, 36)]
+            + [_row(f"m{i}", "modality", True, None) for i in range(24, 150)]
+            + [_row(f"o{i}", "organ", True, None) for i in range(36, 150)])
+    ev = summarize(rows)
+    assert ev["n"] == 300 and METRICS["early_share"][0](ev) == pytest.approx(0.4)
     assert METRICS["early_rate"][0](ev) == pytest.approx(0.08)
     assert METRICS["failed_rate"][0](ev) == pytest.approx(0.20)
-    assert METRICS["early_rate"][0]({"n": 0}) is None and METRICS["failed_rate"][0]({}) is None
+    # modality: 24 early of 150 outputs; organ: 0 early, 36 failed of 150
+    assert ev["by_type"]["modality"]["early_rate"] == pytest.approx(24 / 150)
+    assert ev["by_type"]["organ"]["early_rate"] == 0 and ev["by_type"]["organ"]["failed_rate"] == pytest.approx(36 / 150)
+    assert ev["by_type"]["organ"]["accuracy"] == pytest.approx(114 / 150)
+    assert METRICS["early_rate"][0]({}) is None and summarize([])["early_rate"] is None
+
+
+def test_sampled_summary_by_hand():
+    """Two questions, four samples each: 3 of 4 right (modality) and 0 of 4 (organ). Mean
+    per-sample accuracy (3/4 + 0) / 2 = 0.375; unbiased pass@k (Chen et al. Eq. 1):
+    pass@1 = 0.375, pass@2 = (1 - C(1,2)/C(4,2) + 0) / 2 = 0.5, pass@4 = 0.5; by type 1.0 and 0."""
+    from medrl.effects.metrics import summarize_samples
+
+    rows = ([_row("q1", "modality", c, None if c else 0.0) for c in (True, True, False, True)]
+            + [_row("q2", "organ", False, 0.8) for _ in range(4)])
+    s = summarize_samples(rows, 4)
+    assert s["k"] == 4 and s["n_questions"] == 2 and s["n"] == 8
+    assert s["accuracy"]["p"] == pytest.approx(0.375) and s["accuracy"]["method"] == "t over questions"
+    # t interval over the two per-question means 0.75 and 0: sd 0.53033, t_{0.975,1} = 12.7062
+    assert s["accuracy"]["high"] == pytest.approx(0.375 + 12.7062 * 0.53033 / 2 ** 0.5, abs=1e-3)
+    assert s["pass_at_k"] == {"1": pytest.approx(0.375), "2": pytest.approx(0.5), "4": pytest.approx(0.5)}
+    assert s["by_type"]["modality"]["pass_at_k"]["2"] == 1.0 and s["by_type"]["organ"]["pass_at_k"]["4"] == 0.0
+    assert s["early_rate"] == pytest.approx(1 / 8)  # one early failure (q1's wrong sample) of 8 outputs

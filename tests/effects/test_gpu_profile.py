@@ -1,8 +1,9 @@
 """The effects harness's GPU profile on a CUDA device (marker ``gpu``: never in ``make test`` or CI).
 
 - :func:`test_gpu_profile_tiny_smoke` always runs on a CUDA machine: the ``gpu`` profile with the
-  tiny Qwen2.5-VL built for the phantom task (``model="tiny"``), shrunk to a smoke run (warm-up
-  SFT, GRPO and MRPO, the oracle evaluation, the report). It checks that the runs finished, that
+  tiny Qwen2.5-VL built for the phantom task (``model="tiny"``, the profile's own model, smaller),
+  shrunk to a smoke run (warm-up SFT, GRPO, MRPO and the coin-flip control, the oracle's greedy
+  and sampled evaluation, a learning-curve point, the report). It checks that the runs finished, that
   training put the model on the GPU and that greedy evaluation generated there too.
 - :func:`test_gpu_profile_real_vlm_smoke` runs the profile's real small VLM the same way when one
   loads offline: ``MEDRL_GPU_MODEL`` (a local model folder), else the profile's ``"default"``
@@ -23,9 +24,10 @@ import pytest
 
 pytestmark = [pytest.mark.gpu, pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")]
 
-# every smoke run: one seed, the main GRPO vs MRPO comparison only, a few steps
-SMOKE = dict(seeds=1, n_train=16, n_test=8, sft_steps=2, rl_steps=2, rl_prompts=2, num_generations=2,
-             max_completion_length=48, eval_max_new_tokens=48, noise_sweep=(), signatures=(), hacks=())
+# every smoke run: one seed, GRPO, MRPO and the coin-flip control, a few steps, in this process
+SMOKE = dict(seeds=1, n_train=16, n_test=8, sft_steps=2, rl_steps=2, rl_prompts=2, num_generations=2, workers=0,
+             max_completion_length=48, eval_max_new_tokens=48, eval_samples=2, curve_every=1, curve_records=4,
+             controls=("coin_flip",), noise_sweep=(), signatures=(), hacks=())
 
 
 def _cuda():
@@ -76,10 +78,11 @@ def _smoke(tmp_path: Path, monkeypatch, **overrides) -> tuple[dict, list[str]]:
     seed = tmp_path / "gpu" / "seeds" / "seed0.json"
     assert seed.is_file(), f"seed 0 did not finish; runs: {sorted(p.name for p in (tmp_path / 'gpu' / 'runs').glob('*'))}"
     runs = json.loads(seed.read_text())["runs"]
-    assert {"s0/grpo@oracle", "s0/mrpo@oracle"} <= set(runs)
+    assert {"s0/grpo@oracle", "s0/mrpo@oracle", "s0/control-coin_flip"} <= set(runs)
     for key in ("s0/grpo@oracle", "s0/mrpo@oracle"):
-        acc = runs[key]["eval"]["accuracy"]["p"]
-        assert acc is None or 0.0 <= acc <= 1.0
+        for decoding in ("greedy", "sampled"):
+            acc = runs[key]["eval"][decoding]["accuracy"]["p"]
+            assert acc is None or 0.0 <= acc <= 1.0
         assert runs[key]["steps"] == config.rl_steps
     return runs, devices
 
@@ -90,8 +93,8 @@ def test_gpu_profile_tiny_smoke(tmp_path, monkeypatch):
     _, devices = _smoke(tmp_path, monkeypatch, model="tiny", hidden_size=64, num_layers=2)
     # warm-up SFT and RL trained on the GPU (nothing else in this process allocates CUDA memory)
     assert torch.cuda.max_memory_allocated() > 0, "the gpu profile trained without touching the GPU"
-    # warm-up, GRPO and MRPO were each evaluated greedily; on a CUDA machine that runs on the GPU
-    assert len(devices) >= 3, devices
+    # warm-up, GRPO, MRPO and the control were each evaluated; on a CUDA machine that runs on the GPU
+    assert len(devices) >= 4, devices
     assert set(devices) == {"cuda"}, (
         f"evaluation generated on {devices}: medrl.effects.metrics.evaluate_model loads the policy on the CPU "
         "(load_policy without device_map) even when CUDA is available")

@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from medrl.effects.stats import claim_sentence, mean_over_seeds, paired_over_seeds, proportion_ci, significant
+from medrl.effects.stats import (claim_sentence, mean_over_seeds, min_detectable_difference, paired_over_seeds,
+                                 proportion_ci, significant)
 
 
 def test_paired_over_seeds_by_hand():
@@ -68,3 +69,25 @@ def test_mean_over_seeds_and_proportions_by_hand():
     assert proportion_ci(0, 0)["p"] is None
     with pytest.raises(ValueError):
         proportion_ci(3, 2)
+
+
+def test_minimum_detectable_difference_has_80_percent_power():
+    """The difference statsmodels finds is the one the paired t-test detects 80% of the time:
+    checked against the power computed directly from the noncentral t distribution (two-sided,
+    alpha 0.05, noncentrality d * sqrt(n) / sd, n - 1 degrees of freedom)."""
+    from scipy import stats
+
+    sd, n = math.sqrt(0.00075), 5  # the spread of test_paired_over_seeds_by_hand
+    mde = min_detectable_difference(sd, n)
+    crit = stats.t.ppf(0.975, n - 1)
+    nc = mde / sd * math.sqrt(n)
+    power = stats.nct.sf(crit, n - 1, nc) + stats.nct.cdf(-crit, n - 1, nc)
+    assert power == pytest.approx(0.8, abs=1e-4)
+    assert mde == pytest.approx(1.682 * sd, rel=1e-3)  # d = 1.682 for n = 5 (tables of the one-sample t power)
+    r = paired_over_seeds([0.50, 0.40, 0.60, 0.55, 0.45], [0.60, 0.45, 0.70, 0.60, 0.50])
+    assert r["mde"] == pytest.approx(mde)
+    assert "minimum detectable difference at 80% power 4.6 pp" in claim_sentence("accuracy", r, a="A", b="B")
+    # more seeds, smaller detectable difference; none without spread or with one seed
+    assert min_detectable_difference(sd, 8) < mde
+    assert min_detectable_difference(0.0, 8) is None and min_detectable_difference(sd, 1) is None
+    assert paired_over_seeds([0.5], [0.6])["mde"] is None

@@ -32,22 +32,30 @@ from medrl.answers.clinical.negation_terms import terms as _negation_terms  # no
 NEGATION_WORDS = frozenset(_negation_terms("word"))
 
 
-@lru_cache(maxsize=1)
-def load_lexicon() -> tuple[tuple[str, str, str], ...]:
-    """(variant, canonical, kind) rows of the shipped lexicon; a bad line raises naming it."""
-    text = resources.files("medrl.answers.clinical").joinpath(LEXICON_FILE).read_text(encoding="utf-8")
-    rows: list[tuple[str, str, str]] = []
-    seen: set[str] = set()
-    header = False
+def data_rows(name: str, header: list[str]):
+    """(line number, fields, line) of each data row of the shipped TSV file ``name``: blank and
+    ``#`` lines skipped, the first other line checked against ``header`` (its leading fields);
+    a wrong header raises naming the file and line."""
+    text = resources.files("medrl.answers.clinical").joinpath(name).read_text(encoding="utf-8")
+    seen_header = False
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip() or line.startswith("#"):
             continue
         parts = line.split("\t")
-        if not header:
-            if parts[:2] != ["variant", "canonical"]:
-                raise ValueError(f"{LEXICON_FILE}:{n}: expected the header 'variant<TAB>canonical<TAB>kind'")
-            header = True
+        if not seen_header:
+            if parts[:len(header)] != header:
+                raise ValueError(f"{name}:{n}: expected the header {'<TAB>'.join(header)!r}")
+            seen_header = True
             continue
+        yield n, parts, line
+
+
+@lru_cache(maxsize=1)
+def load_lexicon() -> tuple[tuple[str, str, str], ...]:
+    """(variant, canonical, kind) rows of the shipped lexicon; a bad line raises naming it."""
+    rows: list[tuple[str, str, str]] = []
+    seen: set[str] = set()
+    for n, parts, line in data_rows(LEXICON_FILE, ["variant", "canonical"]):
         if len(parts) != 3 or not parts[0].strip() or not parts[1].strip():
             raise ValueError(f"{LEXICON_FILE}:{n}: expected 3 TAB-separated fields, got {line!r}")
         variant = basic_normalise(parts[0])

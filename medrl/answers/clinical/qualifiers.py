@@ -11,7 +11,6 @@ for "chest x-ray", "Liver, enlarged" for "Liver", "MRI, T2-weighted" for "MRI");
 from __future__ import annotations
 
 from functools import lru_cache
-from importlib import resources
 
 QUALIFIERS_FILE = "qualifiers.tsv"
 KINDS = ("filler", "view", "plane", "sequence", "contrast", "severity", "size", "acuity", "extent",
@@ -21,20 +20,10 @@ KINDS = ("filler", "view", "plane", "sequence", "contrast", "severity", "size", 
 @lru_cache(maxsize=1)
 def load_qualifiers() -> dict[str, str]:
     """canonical word -> kind; a bad line raises naming the file and line."""
-    from medrl.answers.clinical.lexicon import content_tokens
+    from medrl.answers.clinical.lexicon import content_tokens, data_rows
 
-    text = resources.files("medrl.answers.clinical").joinpath(QUALIFIERS_FILE).read_text(encoding="utf-8")
     out: dict[str, str] = {}
-    header = False
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        parts = line.split("\t")
-        if not header:
-            if parts != ["word", "kind"]:
-                raise ValueError(f"{QUALIFIERS_FILE}:{n}: expected the header 'word<TAB>kind'")
-            header = True
-            continue
+    for n, parts, line in data_rows(QUALIFIERS_FILE, ["word", "kind"]):
         if len(parts) != 2 or parts[1].strip() not in KINDS:
             raise ValueError(f"{QUALIFIERS_FILE}:{n}: expected 'word<TAB>kind' with a kind of {KINDS}, got {line!r}")
         for tok in content_tokens(parts[0]) or [parts[0].strip().lower()]:
