@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from medrl.answers.clinical import qualifiers as Q
+from medrl.answers.clinical import lexicon as L
 
 
 def test_table_kinds_are_the_declared_ones():
@@ -59,7 +60,7 @@ def test_bad_line_names_file_and_line(monkeypatch):
         ("# comment\nword\tkind\nplane\tbogus\n", r"qualifiers\.tsv:3: expected 'word<TAB>kind' with a kind of"),
         ("plane\tfiller\n", r"qualifiers\.tsv:1: expected the header"),
     ]:
-        monkeypatch.setattr(Q.resources, "files", lambda pkg, t=text: FakeFile(t))
+        monkeypatch.setattr(L.resources, "files", lambda pkg, t=text: FakeFile(t))
         Q.load_qualifiers.cache_clear()
         try:
             with pytest.raises(ValueError, match=match):
