@@ -22,9 +22,8 @@ from medrl.effects.config import PROFILES
 #: evaluation, GRPO and MRPO only (no controls, curves, signatures, sweep or leaky runs), so its
 #: runs are the full profile's first seeds (CPU runs repeat exactly on the same CPU type and build,
 #: and the full profile's learning curves leave its runs unchanged). Two seeds keep the stage at
-#: about 8 minutes on 2 idle cores (estimated from the full run's CPU times: the warm-up 4.3 min,
-#: then four runs of 60 steps of about 1.8 min each, two at a time), so the default demo stays
-#: within 25 minutes.
+#: about 7 minutes on 2 idle cores (measured: the warm-up job 4 minutes, then four runs of 60 steps
+#: of about 1.5 minutes each, two at a time), so the default demo stays within 25 minutes.
 DEMO_SETTINGS = dict(profile="demo", seeds=2, controls=(), curve_every=0, noise_sweep=(), signatures=(), hacks=(),
                      workers=2)
 #: the harness's own ``quick`` profile with two seeds and the GRPO-vs-MRPO comparison only
