@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from medrl.answers.completion import parse_response
 from medrl.rewards import REWARDS
-from medrl.rewards.base import Reward, column, guard_correct, parse_all, reference_text, texts_of
+from medrl.rewards.base import Reward, column, guard_correct, parse_all, reference_text, texts_of, unreadable_rows
 from medrl.rewards.correctness import batch_correct, check_rule
 from medrl.types import UNSCORABLE  # correctness undecided (judge outage, no reference): excluded
 
@@ -67,10 +67,13 @@ def accuracy_batch(completions, columns, *, reward="capo_accuracy", r_dar=R_DAR,
     """Batch function of the ``capo_accuracy`` reward."""
     n = len(completions)
     refs = [reference_text(r) for r in column(columns, "answer", n, reward=reward)]
-    answers = [p.answer for p in parse_all(completions)]
+    parsed = parse_all(completions)
+    answers = [p.answer for p in parsed]
     correct = batch_correct(answers, refs, columns, use_column=use_correct_column, rule=rule, threshold=threshold,
                             reward=reward)
     correct = guard_correct(answers, refs, correct, columns, reward=reward)
+    for i in unreadable_rows(parsed, refs):  # no one answer (two answer blocks, text after it)
+        correct[i] = None
     return [UNSCORABLE if c is None else decision_accuracy_reward(c, r_dar) for c in correct]
 
 
@@ -82,10 +85,13 @@ def perception_batch(completions, columns, *, reward="capo_perception", r_dar=R_
     corrupted = column(columns, CORRUPTED_COMPLETIONS, n, required=True, reward=reward)
     refs = [reference_text(r) for r in column(columns, "answer", n, reward=reward)]
     opts = dict(use_column=use_correct_column, rule=rule, threshold=threshold, reward=reward)
-    answers = [p.answer for p in parse_all(completions)]
+    parsed = parse_all(completions)
+    answers = [p.answer for p in parsed]
     ok = guard_correct(answers, refs, batch_correct(answers, refs, columns, **opts), columns, reward=reward)
-    ok_c = batch_correct([parse_response(t).answer for t in texts_of(corrupted)], refs, columns,
-                         column_name="corrupted_correct", **opts)
+    parsed_c = [parse_response(t) for t in texts_of(corrupted)]
+    ok_c = batch_correct([p.answer for p in parsed_c], refs, columns, column_name="corrupted_correct", **opts)
+    for i in set(unreadable_rows(parsed, refs)) | set(unreadable_rows(parsed_c, refs)):
+        ok[i] = None  # either rollout has no one answer (two answer blocks, text after it)
     return [UNSCORABLE if a is None or b is None or c is None
             else perception_consistency_reward(a, b, r_dar, r_pcr, tau)
             for a, b, c in zip(ok, ok_c, corrupted)]

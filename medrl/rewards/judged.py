@@ -106,8 +106,8 @@ class MedixLLMReward(JudgedReward):
 
     async def score(self, i: int, text: str, kwargs: dict, n: int) -> float | None:
         ref = reference_text(self._col(kwargs, "answer", n)[i])
-        if ref is None:
-            return UNSCORABLE
+        if ref is None or parse_response(text).answer_problem is not None:
+            return UNSCORABLE  # no reference, or no one answer (two answer blocks, text after it)
         if kwargs.get("correct") is not None:
             ok = self._col(kwargs, "correct", n)[i]
             return UNSCORABLE if ok is None else float(bool(ok))
@@ -220,6 +220,8 @@ class CAPOConsistencyReward(JudgedReward):
 
     async def score(self, i: int, text: str, kwargs: dict, n: int) -> float | None:
         parsed = parse_response(text)
+        if parsed.answer_problem is not None:
+            return UNSCORABLE  # no one answer to check the reasoning against (two answer blocks, text after it)
         if not (parsed.reasoning or "").strip() or not clean_answer(parsed.answer):
             return 0.0
         ref = reference_text(self._col(kwargs, "answer", n)[i])
