@@ -45,24 +45,23 @@ def _word(text: str) -> str:
     return core
 
 
+def _binary(text: str, true: str, false: str) -> bool:
+    """The reply is the word ``true`` -> True or ``false`` -> False (any case); anything else raises."""
+    word = _word(text)
+    word = word.upper() if word.isascii() else word  # "yeſ" is not YES: only ASCII letters change case
+    if word in (true, false):
+        return word == true
+    raise VerdictParseError(f"expected {true} or {false}, got {_short(text)}")
+
+
 def parse_yes_no(text: str) -> bool:
     """``YES`` -> True, ``NO`` -> False (any case); anything else raises."""
-    word = _word(text).lower()
-    if word == "yes":
-        return True
-    if word == "no":
-        return False
-    raise VerdictParseError(f"expected YES or NO, got {_short(text)}")
+    return _binary(text, "YES", "NO")
 
 
 def parse_o_x(text: str) -> bool:
     """``O`` -> True, ``X`` -> False (MRPO App. H.1 format); anything else raises."""
-    word = _word(text).upper()
-    if word == "O":
-        return True
-    if word == "X":
-        return False
-    raise VerdictParseError(f"expected O or X, got {_short(text)}")
+    return _binary(text, "O", "X")
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:

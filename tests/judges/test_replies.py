@@ -30,7 +30,8 @@ def test_yes_no_accepts_only_a_bare_verdict(text, value):
     assert parse_yes_no(text) is value
 
 
-@pytest.mark.parametrize("text", ["", "Yes, but no", "The answer is YES", "YES NO", "maybe", "O", "yes\n\nBecause..."])
+@pytest.mark.parametrize("text", ["", "Yes, but no", "The answer is YES", "YES NO", "maybe", "O", "yes\n\nBecause...",
+                                  "ye\u017f"])  # a long s is not an s: only ASCII letters change case
 def test_yes_no_rejects_everything_else(text):
     with pytest.raises(VerdictParseError):
         parse_yes_no(text)
