@@ -157,20 +157,25 @@ def guarded_rows(parsed: Sequence[ParsedResponse], refs: Sequence[str | None], i
     return {i for i in idx if answer_rejection(parsed[i].answer, refs[i], question=questions[i]) is not None}
 
 
-def guard_correct(answers: Sequence[str | None], refs: Sequence[str | None], correct: Sequence[bool | None],
+def guard_correct(parsed: Sequence[ParsedResponse], refs: Sequence[str | None], correct: Sequence[bool | None],
                   kwargs: dict, *, reward: str) -> list[bool | None]:
-    """``correct`` with False for every row (with a reference) whose answer is certainly wrong
-    (:func:`medrl.answers.override`, the tier that may overrule a judge), whatever the judge or
-    the trainer's ``correct`` column said (for rewards built on a correctness decision: CAPO
-    R_DAR/R_PCR, StepGRPO StepRAR). The column itself already holds the whole decision where no
-    judge decides (:mod:`medrl.rewards.correctness`), so an LLM judge's verdict on an answer the
-    offline rules only doubt is kept, as docs/judges.md "Two tiers" says."""
+    """``correct`` with None for every row (with a reference) whose completion has no one answer
+    (:func:`unreadable_rows`: unscorable, whatever a column or judge said of its first block) and
+    False for every row whose answer is certainly wrong (:func:`medrl.answers.override`, the tier
+    that may overrule a judge), whatever the judge or the trainer's ``correct`` column said (for
+    rewards built on a correctness decision: CAPO R_DAR/R_PCR, StepGRPO StepRAR). The column
+    itself already holds the whole decision where no judge decides
+    (:mod:`medrl.rewards.correctness`), so an LLM judge's verdict on an answer the offline rules
+    only doubt is kept, as docs/judges.md "Two tiers" says."""
     from medrl.answers import Verdict, override
 
-    questions = column(kwargs, "question", len(answers), reward=reward)
+    questions = column(kwargs, "question", len(parsed), reward=reward)
+    unreadable = set(unreadable_rows(parsed, refs))
     # an unscorable row stays unscorable (a judge outage; a completion with no one answer)
-    return [False if c is not None and r is not None and override(a, r, question=q).verdict is Verdict.WRONG else c
-            for a, r, c, q in zip(answers, refs, correct, questions)]
+    return [None if i in unreadable
+            else False if c is not None and r is not None and override(p.answer, r, question=q).verdict is Verdict.WRONG
+            else c
+            for i, (p, r, c, q) in enumerate(zip(parsed, refs, correct, questions))]
 
 
 def score_answers(

@@ -71,9 +71,7 @@ def accuracy_batch(completions, columns, *, reward="capo_accuracy", r_dar=R_DAR,
     answers = [p.answer for p in parsed]
     correct = batch_correct(answers, refs, columns, use_column=use_correct_column, rule=rule, threshold=threshold,
                             reward=reward)
-    correct = guard_correct(answers, refs, correct, columns, reward=reward)
-    for i in unreadable_rows(parsed, refs):  # no one answer (two answer blocks, text after it)
-        correct[i] = None
+    correct = guard_correct(parsed, refs, correct, columns, reward=reward)
     return [UNSCORABLE if c is None else decision_accuracy_reward(c, r_dar) for c in correct]
 
 
@@ -87,11 +85,11 @@ def perception_batch(completions, columns, *, reward="capo_perception", r_dar=R_
     opts = dict(use_column=use_correct_column, rule=rule, threshold=threshold, reward=reward)
     parsed = parse_all(completions)
     answers = [p.answer for p in parsed]
-    ok = guard_correct(answers, refs, batch_correct(answers, refs, columns, **opts), columns, reward=reward)
+    ok = guard_correct(parsed, refs, batch_correct(answers, refs, columns, **opts), columns, reward=reward)
     parsed_c = [parse_response(t) for t in texts_of(corrupted)]
     ok_c = batch_correct([p.answer for p in parsed_c], refs, columns, column_name="corrupted_correct", **opts)
-    for i in set(unreadable_rows(parsed, refs)) | set(unreadable_rows(parsed_c, refs)):
-        ok[i] = None  # either rollout has no one answer (two answer blocks, text after it)
+    for i in unreadable_rows(parsed_c, refs):
+        ok_c[i] = None  # the corrupted-image rollout has no one answer (two answer blocks, text after it)
     return [UNSCORABLE if a is None or b is None or c is None
             else perception_consistency_reward(a, b, r_dar, r_pcr, tau)
             for a, b, c in zip(ok, ok_c, corrupted)]

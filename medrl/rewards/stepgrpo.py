@@ -71,7 +71,7 @@ from medrl.answers.clinical.forms import equivalent_forms
 from medrl.answers.clinical.lexicon import NEGATION_WORDS, canonical_text
 from medrl.answers.completion import parse_response, split_steps
 from medrl.rewards import REWARDS
-from medrl.rewards.base import Reward, column, guard_correct, parse_all, reference_text, texts_of, unreadable_rows
+from medrl.rewards.base import Reward, column, guard_correct, parse_all, reference_text, texts_of
 from medrl.rewards.correctness import batch_correct, check_rule, normalize_answer
 
 MATCH_MODES = ("soft", "fuzzy", "substring", "embedding", "r1vl")
@@ -347,9 +347,7 @@ def steprar_batch(completions, columns, *, reward="steprar", alpha=0.1, match="s
     answers = [p.answer for p in parsed]
     correct = batch_correct(answers, refs, columns, use_column=use_correct_column,
                             rule=rule, threshold=threshold, reward=reward)
-    correct = guard_correct(answers, refs, correct, columns, reward=reward)  # the guard (module docstring)
-    for i in unreadable_rows(parsed, refs):  # no one answer (two answer blocks, text after it)
-        correct[i] = None
+    correct = guard_correct(parsed, refs, correct, columns, reward=reward)  # the guard (module docstring)
     out: list[float | None] = []
     texts = texts_of(completions)
     for p, text, fs, ks, ok in zip(parsed, texts, forms, keys, correct):

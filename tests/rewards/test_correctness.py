@@ -176,6 +176,7 @@ def test_a_completion_with_no_one_answer_is_unscorable_without_a_judge_request()
 def test_with_a_judge_only_what_is_certainly_wrong_is_refused_first():
     """docs/judges.md "Two tiers": a dropped side is refused by the offline rules but asked of an LLM
     judge; the judge's verdict stands for CAPO / StepRAR (guard_correct forces only the certain tier)."""
+    from medrl.answers.completion import parse_response
     from medrl.rewards.base import guard_correct
 
     judge = CountingJudge(accept={"kidney"})
@@ -184,7 +185,8 @@ def test_with_a_judge_only_what_is_certainly_wrong_is_refused_first():
     assert out == [True, False, False] and [c[2] for c in judge.calls] == ["kidney", "Kidney, left"]
     assert correctness_column(["kidney"], ["Left kidney"], mode="exact") == [False]  # no judge: the whole decision
     cols = dict(question=["Where?"] * 2)
-    assert guard_correct(["kidney", "right kidney"], ["Left kidney"] * 2, [True, True], cols, reward="t") == [True, False]
+    parsed = [parse_response(f"<think>.</think><answer>{a}</answer>") for a in ("kidney", "right kidney")]
+    assert guard_correct(parsed, ["Left kidney"] * 2, [True, True], cols, reward="t") == [True, False]
 
 
 def test_rewards_without_the_column_apply_the_guard():
