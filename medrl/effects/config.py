@@ -4,15 +4,18 @@ Profiles (:data:`PROFILES`):
 
 - ``quick``: one seed, a few steps, the smallest tiny model - the machinery end to end in the
   fast test suite (its numbers mean nothing).
-- ``full``: the documented benchmark on 2 CPU cores (docs/effects.md): eight seeds (with five,
-  the exact Wilcoxon test cannot go below p = 0.0625) of GRPO, MRPO and the two controls
-  (coin-flip reward, plain TRL) at a budget above the noise floor, from one warm-up model, with
-  sampled and greedy evaluation and learning curves.
+- ``full``: the documented benchmark on 2 CPU cores (docs/effects.md): MRPO's claim on the main
+  task - eight seeds (with five, the exact Wilcoxon test cannot go below p = 0.0625) of GRPO, MRPO
+  and the two controls (coin-flip reward, plain TRL), each seed with its own records, warm-up
+  model and sampling seed, scored at two temperatures, with learning curves.
+- ``armed``, ``capo``, ``stepgrpo``, ``medix``: one paper's signature task each
+  (:mod:`medrl.effects.signatures`), eight seeds of its arms and the coin-flip control.
 - ``gpu``: one GPU; a larger tiny model built from a config (hidden 256), a larger budget and
-  held-out set, eight worker processes sharing the GPU. Unmeasured (docs/effects.md).
+  held-out set, the signatures too, eight worker processes sharing the GPU.
 
-Every field can be overridden (``medrl bench effects --set rl_steps=60``). The config is stored
-with the results; a folder holding results of another config is refused (start a new ``--out``).
+Every field can be overridden (``medrl bench effects --set rl_steps=60``); each field's help is
+its metadata (:meth:`EffectsConfig.help`, listed by ``medrl bench effects --help``). The config is
+stored with the results; a folder holding results of another config is refused.
 """
 
 from __future__ import annotations
@@ -23,88 +26,103 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from medrl.data.sources.phantom import PERCEIVED_BY_TINY
 from medrl.effects.controls import CONTROLS
+from medrl.effects.signatures import SIGNATURES
+from medrl.effects.signatures.armed import HELD_OUT
 
-#: signature name -> (recipe trained, the baseline it is compared with)
-SIGNATURES = {
-    "armed": ("armed", "armed_ablation_raw"),  # ARMed Fig. 3: adaptive vs raw semantic reward
-    "capo": ("capo", "capo_grpo"),  # CAPO vs its GRPO baseline: image reliance, consistency
-    "stepgrpo": ("stepgrpo", "grpo"),  # key-step coverage
-    "medix": ("medix_r1", "grpo"),  # modality-tag accuracy
-}
 #: leaky rewards trained against (medrl.effects.leaky) and the clean one
 HACKS = ("yes_judge", "length_judge", "planted_hole", "oracle")
+#: the main task's question types: modality, organ and plane alone, and all three in one answer
+MAIN_QUESTION_TYPES = ("modality", "organ", "plane", "study")
+
+
+def _f(default: Any, help: str, **kw: Any) -> Any:
+    if isinstance(default, (dict, list)):
+        return field(default_factory=lambda: type(default)(default), metadata={"help": help}, **kw)
+    return field(default=default, metadata={"help": help}, **kw)
 
 
 @dataclass
 class EffectsConfig:
-    """One effects run. Sizes: warm-up SFT ``sft_steps`` x ``sft_batch`` traces (a share
-    ``early_error_share`` of them open with a wrong first step that carries into the answer); RL
-    ``rl_steps`` x ``rl_prompts`` prompts x ``num_generations`` rollouts of at most
-    ``max_completion_length`` tokens for GRPO, MRPO and each of ``controls``; evaluation on
-    ``n_test`` held-out phantoms, greedy and ``eval_samples`` samples per question at
-    ``temperature``; learning curves every ``curve_every`` steps on ``curve_records`` of them."""
+    """One effects run: the task, the policy, the warm-up, the RL budget every arm shares, the
+    evaluation, and what else runs (signatures, the judge-noise sweep, leaky rewards). Every field
+    carries its help (:meth:`help`)."""
 
-    profile: str = "full"
-    seeds: int = 8
+    profile: str = _f("full", "the profile these settings started from (quick, full, armed, capo, stepgrpo, medix, "
+                              "gpu)")
+    seeds: int = _f(8, "seeds of the main comparison (GRPO, MRPO and the controls); each seed draws its own "
+                       "records, warm-up model and sampling seed")
+    main: bool = _f(True, "run the main comparison (MRPO's claim on the main task); false for a signature or "
+                          "judge-noise folder alone")
     # task (medrl.data.sources.phantom.PhantomConfig fields)
-    image_size: int = 112
-    question_types: tuple[str, ...] = PERCEIVED_BY_TINY  # the phantom source's default: those a tiny model perceives
-    n_train: int = 2000
-    n_test: int = 300
-    early_error_share: float = 0.3
+    image_size: int = _f(112, "phantom image side in pixels")
+    question_types: tuple[str, ...] = _f(MAIN_QUESTION_TYPES, "question types of the main task "
+                                         "(medrl.data.sources.phantom.QUESTION_TYPES)")
+    held_out: tuple[str, ...] = _f(HELD_OUT, "modality/organ pairs a study question never asks about in training "
+                                             "(held-out answer combinations in the test split)")
+    n_train: int = _f(2000, "training records per seed")
+    n_test: int = _f(300, "held-out records per seed")
+    data_per_seed: bool = _f(True, "each seed draws its own train and test records (false: one set for every seed)")
+    early_error_share: float = _f(0.3, "share of the main task's warm-up traces that open with a wrong first step "
+                                       "carried into a wrong answer (MRPO's failure cascade)")
     # policy: a tiny Qwen2.5-VL built for the task, or a model id/folder (GPU profile)
-    model: str = "tiny"
-    hidden_size: int = 128
-    num_layers: int = 4
-    vision_depth: int | None = None
-    vision_width: int | None = None
-    warmup_per_seed: bool = False  # one warm-up model for every seed (the seed varies RL), or one per seed
-    warmup_from: str | None = None  # an already fine-tuned warm-up model folder: its SFT is skipped
-    sft_steps: int = 600
-    sft_batch: int = 16
-    sft_lr: float = 1e-3
-    sft_schedule: str = "linear"  # learning-rate schedule of the warm-up (transformers' lr_scheduler_type)
-    # RL (same for every method: same seed, data order and budget). The budget is above the noise
+    model: str = _f("tiny", "the policy before warm-up: 'tiny' (a Qwen2.5-VL built for the task from a config) or "
+                            "a model id/folder")
+    hidden_size: int = _f(128, "tiny policy: hidden size")
+    num_layers: int = _f(4, "tiny policy: decoder layers")
+    vision_depth: int | None = _f(None, "tiny policy: vision tower blocks (None: the builder's default)")
+    vision_width: int | None = _f(None, "tiny policy: vision tower width (None: the builder's default)")
+    warmup_per_seed: bool = _f(True, "each seed fine-tunes its own warm-up model (false: one for every seed; then "
+                                     "the warm-up's sampling error is not in the seeds' spread)")
+    warmup_from: str | None = _f(None, "reuse warm-up models: an effects folder (each seed's warm-up model and "
+                                       "records) or one fine-tuned model folder (its SFT is skipped)")
+    sft_steps: int = _f(600, "warm-up SFT steps")
+    signature_sft_steps: int | None = _f(None, "warm-up SFT steps of the signature tasks (None: sft_steps)")
+    sft_batch: int = _f(16, "warm-up SFT batch size")
+    sft_lr: float = _f(1e-3, "warm-up SFT learning rate")
+    sft_schedule: str = _f("linear", "warm-up learning-rate schedule (transformers' lr_scheduler_type)")
+    # RL (same for every arm: same seed, data order and budget). The budget is above the noise
     # floor: GRPO beats the warm-up model and the coin-flip control on sampled accuracy (docs/effects.md)
-    rl_steps: int = 60
-    rl_prompts: int = 4
-    num_generations: int = 8
-    max_completion_length: int = 64
-    rl_lr: float = 1e-4
-    beta: float = 0.01
-    temperature: float = 1.0  # of the rollouts, and of the sampled evaluation
-    judge: str = "oracle"
-    # controls trained beside GRPO and MRPO at every seed (medrl.effects.controls)
-    controls: tuple[str, ...] = CONTROLS
-    # recipe overrides for every RL run, as `medrl train --set` takes them ("algorithm.mrpo.tau=0.9");
-    # a key a recipe does not have is left out for that recipe
-    recipe_set: tuple[str, ...] = ()
-    # evaluation: greedy, and eval_samples samples per question at the training temperature (seeded)
-    eval_max_new_tokens: int = 64
-    eval_batch: int = 32
-    eval_samples: int = 4
-    eval_seed: int = 0
-    # learning curves: sampled evaluation (eval_samples per question) of the first curve_records test
-    # records every curve_every steps (0: none); the last point is the final evaluation's, on them
-    curve_every: int = 10
-    curve_records: int = 40
-    corruption_t: int = 500  # CAPO: DDPM diffusion step of the corrupted test images
-    # what else to run (none by default: at this budget the full profile's 8 seeds x 4 arms fill its
-    # 45 minutes on 2 cores; docs/effects.md gives the commands that add them to a finished run)
-    noise_sweep: tuple[str, ...] = ()
-    sweep_seeds: int = 2
-    signatures: tuple[str, ...] = ()
-    signature_seeds: int = 2
-    hacks: tuple[str, ...] = ()
-    hack_steps: int = 16
-    hack_seeds: int = 2
-    workers: int = 2  # processes at once (one torch thread each); 0 = in this process
-    extra: dict = field(default_factory=dict)  # free-form notes stored with the results
+    rl_steps: int = _f(60, "RL steps of every arm")
+    rl_prompts: int = _f(4, "prompts per RL step")
+    num_generations: int = _f(8, "rollouts per prompt")
+    max_completion_length: int = _f(64, "most tokens per rollout")
+    rl_lr: float = _f(1e-4, "RL learning rate")
+    beta: float = _f(0.01, "KL coefficient of every arm")
+    temperature: float = _f(1.0, "rollout temperature of the main task (a signature trains at its paper's)")
+    judge: str = _f("oracle", "training judge of the main comparison (oracle, oracle:EPS, reference, ...)")
+    controls: tuple[str, ...] = _f(CONTROLS, "controls trained beside GRPO and MRPO at every seed "
+                                             "(medrl.effects.controls: coin_flip, trl)")
+    recipe_set: tuple[str, ...] = _f((), "recipe overrides for every RL run, as medrl train --set takes them "
+                                         "('algorithm.mrpo.tau=0.9'); a key a recipe lacks is left out for it")
+    # evaluation: greedy, and eval_samples samples per question at each temperature (seeded per seed)
+    eval_max_new_tokens: int = _f(64, "most tokens per evaluated output")
+    eval_batch: int = _f(32, "evaluation batch size")
+    eval_samples: int = _f(4, "sampled outputs per held-out question at each evaluation temperature")
+    eval_temperatures: tuple[float, ...] = _f((0.7, 1.0), "temperatures of the sampled evaluation (the training "
+                                                          "temperature is always one of them); the warm-up at its "
+                                                          "best one is a control")
+    eval_seed: int = _f(0, "sampling seed of the evaluation; seed N samples with eval_seed + N")
+    curve_every: int = _f(10, "learning-curve point every this many steps (0: none); sampled at the training "
+                              "temperature")
+    curve_records: int = _f(40, "held-out records each learning-curve point samples")
+    corruption_t: int = _f(500, "CAPO: DDPM diffusion step of the corrupted test images")
+    # what else runs
+    noise_sweep: tuple[str, ...] = _f((), "training judges GRPO and MRPO are also trained with (oracle:0.2, "
+                                          "reference, ...)")
+    sweep_seeds: int = _f(2, "seeds of the judge-noise sweep")
+    signatures: tuple[str, ...] = _f((), "signature tasks to run (armed, capo, stepgrpo, medix; "
+                                         "medrl.effects.signatures)")
+    signature_seeds: int = _f(8, "seeds of each signature task")
+    hacks: tuple[str, ...] = _f((), "leaky rewards to train against (yes_judge, length_judge, planted_hole, oracle)")
+    hack_steps: int = _f(16, "RL steps of each leaky-reward run")
+    hack_seeds: int = _f(2, "seeds of the leaky-reward runs")
+    workers: int = _f(2, "processes at once, each pinned to its own core with one torch thread (0: in this process)")
+    extra: dict = _f({}, "free-form notes stored with the results")
 
     def __post_init__(self) -> None:
         self.question_types = tuple(self.question_types)
+        self.held_out = tuple(self.held_out)
         self.recipe_set = tuple(self.recipe_set)
         bad = [o for o in self.recipe_set if "=" not in o]
         if bad:
@@ -112,6 +130,7 @@ class EffectsConfig:
         self.noise_sweep = tuple(self.noise_sweep)
         self.signatures = tuple(self.signatures)
         self.hacks = tuple(self.hacks)
+        self.eval_temperatures = tuple(float(t) for t in self.eval_temperatures)
         bad = [s for s in self.signatures if s not in SIGNATURES]
         if bad:
             raise ValueError(f"effects: unknown signature(s) {bad}; choose among {sorted(SIGNATURES)}")
@@ -124,6 +143,8 @@ class EffectsConfig:
                 raise ValueError(f"effects: {name} must be 0 or more, got {getattr(self, name)}")
         if self.curve_every and not self.eval_samples:
             raise ValueError("effects: learning curves (curve_every) are sampled: eval_samples must be at least 1")
+        if any(t <= 0 for t in self.eval_temperatures):
+            raise ValueError(f"effects: eval_temperatures must be positive, got {self.eval_temperatures}")
         bad = [h for h in self.hacks if h not in HACKS]
         if bad:
             raise ValueError(f"effects: unknown leaky reward(s) {bad}; choose among {list(HACKS)}")
@@ -131,23 +152,43 @@ class EffectsConfig:
             raise ValueError(f"effects: seeds must be at least 1, got {self.seeds}")
         if not 0.0 <= self.early_error_share <= 1.0:
             raise ValueError(f"effects: early_error_share must lie in [0, 1], got {self.early_error_share}")
+        if not (self.main or self.signatures or self.noise_sweep or self.hacks):
+            raise ValueError("effects: nothing to run: main=false and no signatures, noise_sweep or hacks")
+
+    @classmethod
+    def help(cls) -> dict[str, str]:
+        """Field name -> help text."""
+        return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
+
+    def temperatures(self, train: float | None = None) -> tuple[float, ...]:
+        """The sampled evaluation's temperatures for runs trained at ``train`` (default
+        :attr:`temperature`): :attr:`eval_temperatures` and the training temperature, ascending."""
+        t = self.temperature if train is None else float(train)
+        return tuple(sorted({*self.eval_temperatures, t}))
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
     def digest(self) -> str:
-        """Digest of every setting that decides the numbers (``workers`` and ``extra`` excluded)."""
+        """Digest of every setting that decides the numbers (``workers`` and ``extra`` excluded),
+        with the version of each signature task it runs."""
         d = self.to_dict()
         d.pop("workers")
         d.pop("extra")
         if not d["recipe_set"]:
-            d.pop("recipe_set")  # folders made before recipe_set existed keep their digest
+            d.pop("recipe_set")
+        d["signature_tasks"] = {s: SIGNATURES[s].describe() for s in self.signatures}
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=list).encode()).hexdigest()[:12]
 
-    def phantom_config(self):
+    def phantom_config(self, signature: str | None = None, seed: int = 0):
+        """The phantom task of the main comparison, or of ``signature``, drawn with ``seed``."""
         from medrl.data.sources.phantom import PhantomConfig
 
-        return PhantomConfig(image_size=self.image_size, question_types=tuple(self.question_types))
+        if signature is None:
+            types = tuple(self.question_types)
+            held = tuple(self.held_out) if "study" in types else ()
+            return PhantomConfig(seed=seed, image_size=self.image_size, question_types=types, held_out=held)
+        return PhantomConfig(seed=seed, image_size=self.image_size, **SIGNATURES[signature].phantom)
 
 
 #: profile -> overrides of the defaults (the defaults are the ``full`` profile)
@@ -157,15 +198,19 @@ PROFILES: dict[str, dict[str, Any]] = {
                   sft_steps=60, sft_batch=8, sft_lr=5e-3, sft_schedule="constant", rl_steps=2, rl_prompts=2,
                   num_generations=2, max_completion_length=48, eval_max_new_tokens=64, eval_batch=16,
                   eval_samples=2, curve_every=1, curve_records=4, noise_sweep=("oracle:0.2",), sweep_seeds=1,
-                  signatures=("stepgrpo",), signature_seeds=1, hacks=("yes_judge", "oracle"), hack_steps=2,
+                  signatures=tuple(SIGNATURES), signature_seeds=1, signature_sft_steps=20,
+                  hacks=("yes_judge", "oracle"), hack_steps=2,
                   hack_seeds=1, workers=0),
+    # one signature task each: its arms and the coin-flip control over eight seeds (docs/effects.md)
+    **{name: dict(profile=name, main=False, signatures=(name,), controls=("coin_flip",), **sig.budget)
+       for name, sig in SIGNATURES.items()},
     # one GPU: a larger tiny model built from a config (no download, nothing to carry), worker
     # processes sharing the GPU (a model this small leaves it mostly idle), each on its own core
     "gpu": dict(profile="gpu", seeds=8, model="tiny", hidden_size=256, num_layers=4, image_size=112, n_train=2000,
                 n_test=500, sft_steps=400, sft_batch=16, sft_lr=1e-3, rl_steps=100, rl_prompts=8, num_generations=8,
                 max_completion_length=64, rl_lr=1e-4, beta=0.01, eval_max_new_tokens=64, eval_batch=64,
                 eval_samples=8, curve_every=20, curve_records=100, controls=("coin_flip",), noise_sweep=(),
-                signatures=(), hacks=(), workers=8),
+                signatures=tuple(SIGNATURES), signature_seeds=8, hacks=(), workers=8),
 }
 
 

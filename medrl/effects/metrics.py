@@ -38,31 +38,63 @@ def modality_tag_of(text: str) -> str | None:
 
 
 def score_output(record: Any, text: str) -> dict:
-    """Oracle scores of one completion for one phantom record."""
-    from medrl.data.sources.phantom import oracle_answer_correct, oracle_consistent, oracle_step_verdicts
-    from medrl.eval.analysis import failure_accumulation_rate, first_failure_point
+    """Oracle scores of one completion for one phantom record.
+
+    Beside correctness and the step verdicts: ``valid_wrong`` (every step valid, the answer wrong:
+    where failures go when they leave the steps), ``attribute_accuracy`` (the share of the fields
+    the question's answer states - modality, plane and organ for a study question - that the answer
+    states right), ``counter_correct`` / ``prior_correct`` (correctness on a record whose wording
+    suggests a wrong / the right answer; None on the others), ``held_out_correct`` (on a held-out
+    answer combination) and ``paraphrased`` (a right answer not in the reference's own words; None
+    when wrong)."""
     from medrl.answers.completion import parse_response, split_steps
+    from medrl.data.sources.phantom import counter_prior
+    from medrl.eval.analysis import failure_accumulation_rate, first_failure_point
+    from medrl.judges.phantom_truth import (ANSWER_STATES, claim_correct, oracle_answer_correct, oracle_consistent,
+                                            oracle_step_verdicts, parse_step_claims, phantom_params)
+    from medrl.rewards.lexical import exact_match
     from medrl.rewards.stepgrpo import key_step_ratio
 
     p = parse_response(text)
     steps = [s.text for s in split_steps(p.reasoning)] if p.reasoning else []
     valid = [bool(v.valid) for v in oracle_step_verdicts(record, steps)] if steps else []
-    correct = oracle_answer_correct(record, p.answer) if p.answer is not None else False
+    correct = bool(oracle_answer_correct(record, p.answer)) if p.answer is not None else False
     forms = record.extras.get("key_step_forms") or record.key_steps or []
     try:
         coverage = key_step_ratio(p.reasoning, forms, mode="soft") if forms else None
     except ValueError:
         coverage = None
     tag = modality_tag_of(text)
+    params = phantom_params(record) or {}
+    fields = ANSWER_STATES.get(params.get("question_type"))
+    if fields and p.answer is not None:
+        claims = parse_step_claims(p.answer)
+        attr = sum(1 for f in fields if f in claims and claim_correct(f, claims[f], params)) / len(fields)
+    else:
+        attr = float(correct)
+    counter = counter_prior(params) if params else None
     return {
         "id": record.id, "question_type": record.question_type, "answer": p.answer,
-        "well_formed": bool(p.well_formed), "correct": bool(correct), "steps": len(steps), "valid": valid,
+        "well_formed": bool(p.well_formed), "correct": correct, "steps": len(steps), "valid": valid,
         "ffp": first_failure_point(valid) if valid else None,
         "far": failure_accumulation_rate(valid) if valid else None,
+        "valid_wrong": bool(valid) and all(valid) and not correct,
         "consistent": bool(p.answer is not None and p.reasoning and oracle_consistent(p.reasoning, p.answer)),
         "key_step_coverage": coverage,
         "tag": tag, "tag_correct": tag is not None and tag == (record.modality_tag or "").upper(),
+        "attribute_accuracy": attr,
+        "counter_correct": correct if counter is True else None,
+        "prior_correct": correct if counter is False else None,
+        "held_out_correct": correct if params.get("held_out") else None,
+        "paraphrased": (not exact_match(p.answer or "", record.answer)) if correct else None,
     }
+
+
+#: per-output fields whose mean over the outputs that have one a summary reports
+#: (summary key -> row key)
+MEANS = {"attribute_accuracy": "attribute_accuracy", "counter_prior_accuracy": "counter_correct",
+         "prior_accuracy": "prior_correct", "held_out_accuracy": "held_out_correct",
+         "paraphrase_kept": "paraphrased", "valid_wrong_rate": "valid_wrong"}
 
 
 def _per_output(st: dict, n: int, stage: str | None) -> float | None:
@@ -111,7 +143,14 @@ def summarize(rows: Sequence[dict]) -> dict:
         "key_step_coverage": sum(cov) / len(cov) if cov else None,
         "accuracy_by_type": {q: proportion_ci(sum(r["correct"] for r in v), len(v)) for q, v in sorted(by_q.items())},
         "by_type": by_type,
+        **{k: _mean_of(rows, key) for k, key in MEANS.items()},
+        **{f"{k}_n": sum(1 for r in rows if r.get(key) is not None) for k, key in MEANS.items()},
     }
+
+
+def _mean_of(rows: Sequence[dict], key: str) -> float | None:
+    vals = [float(r[key]) for r in rows if r.get(key) is not None]
+    return sum(vals) / len(vals) if vals else None
 
 
 def summarize_samples(rows: Sequence[dict], k: int) -> dict:
@@ -192,15 +231,19 @@ def corrupted_records(records: Sequence[Any], folder: Path, *, t: int = 500, see
 def evaluate_model(model_path: str | Path, records: Sequence[Any], out_dir: str | Path, *,
                    max_new_tokens: int = 64, batch_size: int = 32, prompt_style: str = "think_answer",
                    corrupted: Sequence[Any] | None = None, samples: int = 0, temperature: float = 1.0,
-                   seed: int = 0, subset: int = 0) -> dict:
-    """Score a policy on ``records`` with the oracle: ``{"greedy": summary, "sampled": summary}``.
+                   seed: int = 0, subset: int = 0, temperatures: Sequence[float] = ()) -> dict:
+    """Score a policy on ``records`` with the oracle: ``{"greedy": summary, "sampled": summary,
+    "sampled_t<T>": summary, ...}``.
 
     Greedy: one output per record (and per ``corrupted`` record: ``accuracy_corrupted`` and
     ``corruption_drop`` in the greedy summary). Sampled (``samples`` = k > 0): k outputs per record
     at ``temperature`` (:func:`sample_outputs`, seed ``seed``; :func:`summarize_samples`);
     ``sampled_subset`` is the sampled summary of the first ``subset`` records (the learning
-    curves' fixed subset, whose last point this is). Writes ``outputs.jsonl`` (greedy),
-    ``samples.jsonl`` and ``summary.json`` under ``out_dir``; a finished folder (its
+    curves' fixed subset, whose last point this is). Each other temperature ``T`` of
+    ``temperatures`` gives ``sampled_t<T>`` (``sampled_t0.7``), the same k samples per record at
+    ``T`` with the same seed: a model is compared with another at the same temperature, and with
+    the warm-up model at its best one. Writes ``outputs.jsonl`` (greedy), ``samples.jsonl``
+    (``samples_t<T>.jsonl``) and ``summary.json`` under ``out_dir``; a finished folder (its
     ``summary.json``) is read back instead of generating again."""
     from medrl.models import generate, load_policy
 
@@ -244,8 +287,23 @@ def evaluate_model(model_path: str | Path, records: Sequence[Any], out_dir: str 
         with (out / "samples.jsonl").open("w") as fh:
             for r in srows:
                 fh.write(json.dumps(r) + "\n")
+        for t in sorted({float(x) for x in temperatures} - {float(temperature)}):
+            trows = sample_outputs(policy, processor, records, k=samples, temperature=t, seed=seed,
+                                   max_new_tokens=max_new_tokens, batch_size=batch_size, prompt_style=prompt_style)
+            other = summarize_samples(trows, samples)
+            other.update(decoding=sampled_key(t, temperature), temperature=t, seed=seed)
+            summary[sampled_key(t, temperature)] = other
+            with (out / f"samples_t{t:g}.jsonl").open("w") as fh:
+                for r in trows:
+                    fh.write(json.dumps(r) + "\n")
     done.write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def sampled_key(t: float, train_temperature: float) -> str:
+    """The summary key of the sampled evaluation at temperature ``t``: ``sampled`` at the
+    training temperature, ``sampled_t<T>`` at another."""
+    return "sampled" if float(t) == float(train_temperature) else f"sampled_t{float(t):g}"
 
 
 def curve_point(summary: dict) -> dict:
@@ -254,5 +312,5 @@ def curve_point(summary: dict) -> dict:
             "early_rate": summary.get("early_rate"), "failed_rate": summary.get("failed_rate")}
 
 
-__all__ = ["corrupted_records", "curve_point", "evaluate_model", "modality_tag_of", "rollout_sampling", "sample_outputs",
+__all__ = ["MEANS", "corrupted_records", "curve_point", "evaluate_model", "sampled_key", "modality_tag_of", "rollout_sampling", "sample_outputs",
            "score_output", "summarize", "summarize_samples"]

@@ -2,18 +2,25 @@
 
 Jobs (each one JSON file under ``<out>/runs/``, so an interrupted run resumes where it stopped):
 
-- ``warmup`` (or ``s<N>/warmup`` with ``warmup_per_seed``): a tiny Qwen2.5-VL built for the
-  phantom task (its tokenizer trained on phantom texts) fine-tuned on warm-up traces of which a
-  stated share open with a wrong first step that carries into a wrong answer
-  (:func:`medrl.data.sources.phantom.warmup_traces`); then evaluated like every policy. With the
-  MediX-R1 signature a second warm-up (``warmup_tag``) learns the ``modality_think_answer`` format.
-- ``s<N>/<recipe>@<judge>``: one RL run from the warm-up model with the recipe's rewards and
-  advantage, the judge given (``oracle``, ``oracle:0.2``, ``reference``); every method of a seed
-  uses the same seed, data order, budget and warm-up model (:func:`rl_overrides`). Then greedy
-  evaluation on the held-out phantoms (:func:`medrl.effects.metrics.evaluate_model`).
+- ``s<N>/warmup`` (``warmup`` with ``warmup_per_seed=false``): a tiny Qwen2.5-VL built for the
+  phantom task (its tokenizer trained on phantom texts) fine-tuned on seed N's warm-up traces, of
+  which a stated share open with a wrong first step that carries into a wrong answer
+  (:func:`medrl.data.sources.phantom.warmup_traces`); then evaluated like every policy. Each seed
+  draws its own records (``data_per_seed``), warm-up model and sampling seed, so the spread over
+  seeds holds every source of chance, the warm-up's own sampling error included.
+- ``s<N>/<recipe>@<judge>``: one RL run from seed N's warm-up model with the recipe's rewards and
+  advantage and the judge given (``oracle``, ``oracle:0.2``, ``reference``); every arm of a seed
+  uses the same seed, data order, budget and warm-up model (:func:`rl_overrides`). Then
+  evaluation on the held-out phantoms (:func:`medrl.effects.metrics.evaluate_model`): greedy, and
+  sampled at each of the config's temperatures.
+- ``s<N>/control-<name>``: the controls (:mod:`medrl.effects.controls`).
 - ``s<N>/hack-<leak>``: GRPO (``capo_grpo``'s format reward, its answer reward replaced by a
   leak's verdict paid directly, :func:`medrl.effects.leaky.leak_reward`) with the hacking
   monitor watching and the oracle's verdict on every rollout (``monitor/hack_rate`` per step).
+- ``s<N>/<signature>/warmup``, ``s<N>/<signature>/<arm>``, ``s<N>/<signature>/control-coin_flip``:
+  a signature task (:mod:`medrl.effects.signatures`): its own records, a warm-up model with the
+  paper's failure planted, each arm the paper compares and the coin-flip control, at the paper's
+  temperature.
 - ``kappa``: each judge's agreement with the oracle, measured the way ``medrl judge-bench`` does
   (:func:`medrl.eval.judge_bench.step_metrics`: Cohen's kappa of step validity, gold alignment,
   answer contribution; and of answer correctness), on warm-up-style traces of test records.
@@ -47,7 +54,11 @@ CONFIG_FILE = "config.json"
 
 class EffectsFolderMismatch(ValueError):
     """The output folder holds an effects run made with other settings."""
+
+
 BASELINE, METHOD = "grpo", "mrpo"
+#: the task name of the main comparison (signature tasks are named by their signature)
+MAIN = "main"
 
 
 # ----------------------------------------------------------------------------- job list
@@ -55,56 +66,78 @@ BASELINE, METHOD = "grpo", "mrpo"
 
 @dataclass(frozen=True)
 class Job:
-    key: str  # "warmup", "s0/grpo@oracle", "s0/control-coin_flip", "s0/hack-yes_judge", "kappa"
+    key: str  # "s0/warmup", "s0/grpo@oracle", "s0/control-coin_flip", "s0/hack-yes_judge", "s0/armed/armed", "kappa"
     kind: str  # warmup | rl | control | hack | kappa
     seed: int = 0
     recipe: str | None = None
     judge: str | None = None
     style: str = "think_answer"
     needs: tuple[str, ...] = ()
+    task: str = MAIN  # "main" or a signature's name
+    arm: str | None = None  # a signature arm's key
 
     @property
     def file(self) -> str:
         return self.key.replace("/", "__").replace(":", "-") + ".json"
 
+    @property
+    def signature(self):
+        """The job's :class:`~medrl.effects.signatures.Signature` (None on the main task)."""
+        return None if self.task == MAIN else SIGNATURES[self.task]
 
-def warmup_key(config: EffectsConfig, seed: int, tag: bool = False) -> str:
-    base = "warmup_tag" if tag else "warmup"
-    return f"s{seed}/{base}" if config.warmup_per_seed else base
+
+def warmup_key(config: EffectsConfig, seed: int, task: str = MAIN) -> str:
+    if task != MAIN:
+        return f"s{seed}/{task}/warmup"
+    return f"s{seed}/warmup" if config.warmup_per_seed else "warmup"
 
 
 def rl_key(seed: int, recipe: str, judge: str) -> str:
     return f"s{seed}/{recipe}@{judge}"
 
 
-def control_key(seed: int, control: str) -> str:
-    return f"s{seed}/control-{control}"
+def control_key(seed: int, control: str, task: str = MAIN) -> str:
+    return f"s{seed}/control-{control}" if task == MAIN else f"s{seed}/{task}/control-{control}"
+
+
+def arm_key(seed: int, task: str, arm: str) -> str:
+    """A signature arm's run key: ``s<N>/<signature>/<arm>``."""
+    return f"s{seed}/{task}/{arm}"
+
+
+def main_seeds(config: EffectsConfig) -> int:
+    """How many seeds need the main task's warm-up model."""
+    c = config
+    return max(c.seeds if c.main else 0, c.sweep_seeds if c.noise_sweep else 0, c.hack_seeds if c.hacks else 0)
+
+
+def signature_controls(config: EffectsConfig) -> tuple[str, ...]:
+    """The controls a signature task trains beside its arms (the coin flip, when the config has it)."""
+    return ("coin_flip",) if "coin_flip" in config.controls else ()
 
 
 def plan(config: EffectsConfig) -> list[Job]:
-    """Every job of ``config`` in dependency order: warm-ups, the judges' kappa, the main GRPO/MRPO
-    seeds, the leaky-reward runs, then per seed the signatures and the noise sweep."""
+    """Every job of ``config`` in dependency order: warm-ups, the judges' kappa, then per seed the
+    main comparison and its controls, the leaky-reward runs, the signatures and the noise sweep
+    (a run cut short keeps whole seeds of the main comparison first)."""
     c = config
     jobs: dict[str, Job] = {}
-    n_seeds = max(c.seeds, c.sweep_seeds if c.noise_sweep else 0, c.signature_seeds if c.signatures else 0,
-                  c.hack_seeds if c.hacks else 0)
-    def warm(s, tag=False):
-        k = warmup_key(c, s, tag)
-        jobs.setdefault(k, Job(k, "warmup", s if c.warmup_per_seed else 0,
-                               style="modality_think_answer" if tag else "think_answer"))
+    for s in range(main_seeds(c)):
+        k = warmup_key(c, s)
+        jobs.setdefault(k, Job(k, "warmup", s if c.warmup_per_seed else 0))
+    for s in range(c.signature_seeds if c.signatures else 0):
+        for sig in c.signatures:  # a signature's warm-ups train beside the main ones, before the runs needing them
+            k = warmup_key(c, s, sig)
+            jobs[k] = Job(k, "warmup", s, style=SIGNATURES[sig].style, task=sig)
 
-    for s in range(n_seeds):
-        warm(s)
-        if "medix" in c.signatures and s < c.signature_seeds:
-            warm(s, tag=True)  # MediX-R1's warm-up trains beside the first one, not after the runs that need it
-
-    def rl(s, recipe, judge, style="think_answer"):
+    def rl(s, recipe, judge):
         k = rl_key(s, recipe, judge)
-        jobs.setdefault(k, Job(k, "rl", s, recipe, judge, style, (warmup_key(c, s, style != "think_answer"),)))
+        jobs.setdefault(k, Job(k, "rl", s, recipe, judge, needs=(warmup_key(c, s),)))
 
-    judges = [c.judge, *c.noise_sweep]  # needs no model: runs beside the warm-up
-    jobs["kappa"] = Job("kappa", "kappa", 0, judge=",".join(dict.fromkeys(judges)))
-    for s in range(c.seeds):  # the main comparison and its controls first: a run cut short still has them
+    if c.main or c.noise_sweep:
+        judges = ([c.judge] if c.main else []) + list(c.noise_sweep)  # needs no model: runs beside the warm-ups
+        jobs["kappa"] = Job("kappa", "kappa", 0, judge=",".join(dict.fromkeys(judges)))
+    for s in range(c.seeds if c.main else 0):
         rl(s, BASELINE, c.judge)
         rl(s, METHOD, c.judge)
         for ctl in c.controls:
@@ -116,11 +149,16 @@ def plan(config: EffectsConfig) -> list[Job]:
             jobs[k] = Job(k, "hack", s, "capo_grpo", h, needs=(warmup_key(c, s),))
     for s in range(max(c.sweep_seeds if c.noise_sweep else 0, c.signature_seeds if c.signatures else 0)):
         if s < c.signature_seeds:
-            for sig in c.signatures:
-                recipe, base = SIGNATURES[sig]
-                style = "modality_think_answer" if sig == "medix" else "think_answer"
-                rl(s, recipe, c.judge, style)
-                rl(s, base, c.judge)
+            for name in c.signatures:
+                sig = SIGNATURES[name]
+                need = (warmup_key(c, s, name),)
+                for arm in sig.arms:
+                    k = arm_key(s, name, arm.key)
+                    jobs[k] = Job(k, "rl", s, arm.recipe, c.judge, sig.style, need, task=name, arm=arm.key)
+                for ctl in signature_controls(c):
+                    k = control_key(s, ctl, name)
+                    jobs[k] = Job(k, "control", s, sig.baseline.recipe, ctl, sig.style, need, task=name,
+                                  arm=sig.baseline.key)
         if s < c.sweep_seeds:
             for j in c.noise_sweep:
                 rl(s, BASELINE, j)
@@ -131,18 +169,39 @@ def plan(config: EffectsConfig) -> list[Job]:
 # ----------------------------------------------------------------------------- data and models
 
 
-def records(config: EffectsConfig, split: str, out: Path | None = None) -> list:
-    """The run's ``split`` records. With ``out``: pinned in ``out/data/<split>.jsonl`` by the first
-    call (the parent process, before any job), so every job of a run reads the same records and
-    images even if the generator changes meanwhile, and no two processes draw the same image."""
+def source_folder(config: EffectsConfig) -> Path | None:
+    """The effects folder ``warmup_from`` names (None when it names a model folder or nothing)."""
+    if not config.warmup_from:
+        return None
+    f = Path(config.warmup_from)
+    return f if (f / CONFIG_FILE).is_file() and (f / "runs").is_dir() else None
+
+
+def _pinned(out: Path, task: str, split: str, seed: int) -> Path:
+    return Path(out) / "data" / task / f"{split}-s{seed}.jsonl"
+
+
+def records(config: EffectsConfig, split: str, out: Path | None = None, seed: int = 0, task: str = MAIN) -> list:
+    """Seed ``seed``'s ``split`` records of ``task`` (the main task or a signature's; one draw
+    for every seed when the main task has ``data_per_seed=false``). With ``out``: pinned in
+    ``out/data/<task>/<split>-s<seed>.jsonl`` by the first call (the parent process, before any
+    job), so every job of a run reads the same records and images even if the generator changes
+    meanwhile, and no two processes draw the same image; with ``warmup_from`` naming an effects
+    folder, the main task's records are that folder's."""
     from medrl.data.record import VQARecord
     from medrl.data.sources.phantom import phantom_records
 
-    pinned = Path(out) / "data" / f"{split}.jsonl" if out is not None else None
+    draw = seed if (task != MAIN or config.data_per_seed) else 0
+    pinned = _pinned(out, task, split, draw) if out is not None else None
+    if pinned is not None and not pinned.is_file() and task == MAIN and source_folder(config) is not None:
+        src = _pinned(source_folder(config), task, split, draw)
+        if src.is_file():
+            pinned.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, pinned)
     if pinned is not None and pinned.is_file():  # written by this module from generated records
         return [VQARecord(**json.loads(line)) for line in pinned.read_text().splitlines() if line.strip()]
     n = config.n_train if split == "train" else config.n_test
-    recs = phantom_records(split, n, seed=0, config=config.phantom_config())
+    recs = phantom_records(split, n, seed=draw, config=config.phantom_config(None if task == MAIN else task, draw))
     if pinned is not None:
         pinned.parent.mkdir(parents=True, exist_ok=True)
         tmp = pinned.with_suffix(".tmp")
@@ -151,8 +210,9 @@ def records(config: EffectsConfig, split: str, out: Path | None = None) -> list:
     return recs
 
 
-def build_base(config: EffectsConfig, folder: Path, seed: int) -> Path:
-    """The policy before warm-up: a tiny VLM for the task, or ``config.model``."""
+def build_base(config: EffectsConfig, folder: Path, seed: int, task: str = MAIN) -> Path:
+    """The policy before warm-up: a tiny VLM for the task (its tokenizer trained on the phantom
+    texts), or ``config.model``."""
     if config.model != "tiny":
         from medrl.models.loading import resolve_model_path
 
@@ -165,7 +225,7 @@ def build_base(config: EffectsConfig, folder: Path, seed: int) -> Path:
     if config.vision_width:
         kw["vision_width"] = config.vision_width
     if not (folder / "config.json").is_file():
-        build_phantom_tiny_vlm(folder, config=config.phantom_config(), **kw)
+        build_phantom_tiny_vlm(folder, config=config.phantom_config(None if task == MAIN else task), **kw)
     return folder
 
 
@@ -182,10 +242,11 @@ def _bf16() -> bool:
     return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
 
 
-def sft_options(config: EffectsConfig, seed: int) -> dict:
-    return {"lora": None, "max_steps": config.sft_steps, "per_device_train_batch_size": config.sft_batch,
+def sft_options(config: EffectsConfig, seed: int, task: str = MAIN) -> dict:
+    steps = config.sft_steps if task == MAIN or config.signature_sft_steps is None else config.signature_sft_steps
+    return {"lora": None, "max_steps": steps, "per_device_train_batch_size": config.sft_batch,
             "gradient_accumulation_steps": 1, "learning_rate": config.sft_lr, "lr_scheduler_type": config.sft_schedule,
-            "logging_steps": max(1, config.sft_steps // 20), "save_strategy": "no", "report_to": [], "seed": seed,
+            "logging_steps": max(1, steps // 20), "save_strategy": "no", "report_to": [], "seed": seed,
             "max_length": 512, "dataloader_num_workers": 0, "disable_tqdm": True,
             **({"use_cpu": True} if _cpu() else {}), **({"bf16": True} if _bf16() else {})}
 
@@ -194,16 +255,24 @@ def _f(x: float) -> str:
     return f"{float(x):.6e}"  # YAML reads it back as a float
 
 
-def rl_overrides(config: EffectsConfig, seed: int, steps: int | None = None) -> list[str]:
+def train_temperature(config: EffectsConfig, job: Job) -> float:
+    """The rollout temperature of ``job``'s task: a signature's paper's, else the config's."""
+    sig = job.signature
+    return float(sig.temperature) if sig is not None and sig.temperature is not None else float(config.temperature)
+
+
+def rl_overrides(config: EffectsConfig, seed: int, steps: int | None = None, temperature: float | None = None
+                 ) -> list[str]:
     """``--set`` overrides every RL run shares: same seed, data order, budget, one process, no
     gradient checkpointing (it recomputes activations to save memory a tiny model does not need)."""
     c = config
     batch = c.rl_prompts * c.num_generations
+    t = c.temperature if temperature is None else temperature
     return [
         f"grpo.max_steps={steps or c.rl_steps}", "grpo.num_train_epochs=1",
         f"grpo.num_generations={c.num_generations}", f"grpo.per_device_train_batch_size={batch}",
         "grpo.gradient_accumulation_steps=1", f"grpo.max_completion_length={c.max_completion_length}",
-        f"grpo.learning_rate={_f(c.rl_lr)}", f"grpo.beta={_f(c.beta)}", f"grpo.temperature={_f(c.temperature)}",
+        f"grpo.learning_rate={_f(c.rl_lr)}", f"grpo.beta={_f(c.beta)}", f"grpo.temperature={_f(t)}",
         f"grpo.seed={seed}", "grpo.logging_steps=1", "grpo.save_strategy=no", "grpo.dataloader_num_workers=0",
         f"grpo.use_cpu={'true' if _cpu() else 'false'}", f"grpo.bf16={'true' if _bf16() else 'false'}",
         "grpo.report_to=[]", "grpo.gradient_checkpointing=false",  # a tiny model needs no memory saving
@@ -239,12 +308,25 @@ def judge_of(spec: str, seed: int) -> Any:
 # ----------------------------------------------------------------------------- jobs
 
 
-def eval_options(config: EffectsConfig, style: str) -> dict:
-    """:func:`medrl.effects.metrics.evaluate_model`'s settings, the same for every model of a run:
-    greedy and ``eval_samples`` samples per question at the training temperature, seeded."""
-    return dict(max_new_tokens=config.eval_max_new_tokens, batch_size=config.eval_batch, prompt_style=style,
-                samples=config.eval_samples, temperature=config.temperature, seed=config.eval_seed,
+def eval_options(config: EffectsConfig, job: Job) -> dict:
+    """:func:`medrl.effects.metrics.evaluate_model`'s settings, the same for every model of a seed
+    and task: greedy, and ``eval_samples`` samples per question at the task's training temperature
+    and at each of the config's evaluation temperatures, with the seed's own sampling seed."""
+    t = train_temperature(config, job)
+    return dict(max_new_tokens=config.eval_max_new_tokens, batch_size=config.eval_batch, prompt_style=job.style,
+                samples=config.eval_samples, temperature=t, temperatures=config.temperatures(t),
+                seed=config.eval_seed + job.seed,
                 subset=min(config.curve_records, config.n_test) if config.curve_every else 0)
+
+
+def _corrupted_for(config: EffectsConfig, out: Path, job: Job, test: list) -> list | None:
+    """The diffusion-corrupted copies of the test records when ``job``'s task measures the
+    reliance on the image (CAPO's signature), else None."""
+    if job.task != "capo":
+        return None
+    from medrl.effects.metrics import corrupted_records
+
+    return corrupted_records(test, out / "corrupted" / f"{job.task}-s{job.seed}", t=config.corruption_t)
 
 
 def run_warmup(config: EffectsConfig, out: Path, job: Job) -> dict:
@@ -252,25 +334,40 @@ def run_warmup(config: EffectsConfig, out: Path, job: Job) -> dict:
     from medrl.effects.metrics import evaluate_model
     from medrl.train.sft import train_sft
 
+    src = source_folder(config) if job.task == MAIN else None
+    if src is not None:  # another effects folder's warm-up of this seed: its model and evaluation
+        f = src / "runs" / job.file
+        if not f.is_file():
+            raise FileNotFoundError(f"warmup_from={src}: it has no finished {job.key} ({f})")
+        res = json.loads(f.read_text())
+        return {**{k: v for k, v in res.items() if k not in ("key", "seconds", "cpu_seconds")},
+                "reused_from": str(src)}
     folder = out / "models" / job.key.replace("/", "__")
     t0, c0 = time.monotonic(), time.process_time()
-    given = bool(config.warmup_from) and job.style == "think_answer"
-    base = None if given else build_base(config, out / "models" / f"base-s{job.seed}", job.seed)
-    train = records(config, "train", out)
-    traces = warmup_traces(train, early_error_share=config.early_error_share, seed=job.seed,
-                           config=config.phantom_config())
+    given = bool(config.warmup_from) and job.task == MAIN
+    task = None if job.task == MAIN else job.task
+    pcfg = config.phantom_config(task)
+    base = None if given else build_base(config, out / "models" / f"base-{job.task}-s{job.seed}", job.seed, job.task)
+    train = records(config, "train", out, job.seed, job.task)
+    if job.signature is not None:
+        traces = job.signature.traces(train, job.seed, pcfg)
+    else:
+        traces = warmup_traces(train, early_error_share=config.early_error_share, seed=job.seed, config=pcfg)
     final = folder / "final"
     if given:
         final = Path(config.warmup_from)  # fine-tuned elsewhere; evaluated here like any warm-up
     elif not (final / "config.json").is_file():
         train_sft(str(base), [t.record for t in traces], folder, prompt_style=job.style,
-                  options=sft_options(config, job.seed))
+                  options=sft_options(config, job.seed, job.task))
     secs, cpu = time.monotonic() - t0, time.process_time() - c0
     t1, c1 = time.monotonic(), time.process_time()
-    summary = evaluate_model(final, records(config, "test", out), folder / "eval", **eval_options(config, job.style))
+    test = records(config, "test", out, job.seed, job.task)
+    summary = evaluate_model(final, test, folder / "eval", corrupted=_corrupted_for(config, out, job, test),
+                             **eval_options(config, job))
     return {"model": str(final), "warmup": warmup_summary(traces), "eval": summary, "sft_seconds": secs,
             "sft_cpu_seconds": cpu, "eval_seconds": round(time.monotonic() - t1, 1),
-            "eval_cpu_seconds": round(time.process_time() - c1, 1), "style": job.style, "env": environment()}
+            "eval_cpu_seconds": round(time.process_time() - c1, 1), "style": job.style, "task": job.task,
+            "kind": "warmup", "env": environment()}
 
 
 def _series(metrics_file: Path, keys: tuple[str, ...]) -> dict[str, list]:
@@ -293,7 +390,9 @@ SERIES = ("reward", "reward_std", "monitor/hack_rate", "monitor/truth_accuracy",
           "monitor/verified", "monitor/disagreement", "monitor/answer_reward",
           "armed/bertscore_raw_mean", "armed/bertscore_adaptive_mean", "armed/cosine_raw_mean",
           "armed/cosine_adaptive_mean", "rewards/armed/mean", "rewards/armed/std",
-          "mrpo/reshaped_frac", "ffp/early", "ffp/no_ffp", "answer_reward", "process_reward", "kl", "entropy")
+          "armed/bertscore_raw_var", "armed/bertscore_adaptive_var", "armed/cosine_raw_var",
+          "armed/cosine_adaptive_var", "mrpo/reshaped_frac", "ffp/early", "ffp/no_ffp", "answer_reward",
+          "process_reward", "kl", "entropy", "completions/mean_length")
 
 
 #: the reward a hacking run pays its leak through (a custom reward, named by import path)
@@ -301,22 +400,29 @@ LEAK_REWARD = "medrl.effects.leaky:leak_reward"
 
 
 def run_rl(config: EffectsConfig, out: Path, job: Job, warm: dict) -> dict:
-    """Train one RL run (``rl``, ``control`` or ``hack`` job) from the warm-up model and evaluate it.
+    """Train one RL run (``rl``, ``control`` or ``hack`` job) from its seed's warm-up model and
+    evaluate it.
 
-    ``control`` jobs train the ``grpo`` recipe with a control's reward and trainer
-    (:func:`medrl.effects.controls.control_run`). Every run but a hack run records its learning
-    curve (:class:`medrl.effects.curves.CurveCallback`) when ``curve_every`` is set."""
+    ``control`` jobs train the ``grpo`` recipe (a signature's: its baseline's recipe) with a
+    control's reward and trainer (:func:`medrl.effects.controls.control_run`). A signature's arm
+    trains its recipe with the arm's rewards at the paper's temperature. Every run but a hack run
+    records its learning curve (:class:`medrl.effects.curves.CurveCallback`) when ``curve_every``
+    is set."""
     from medrl.effects.controls import control_run
     from medrl.effects.curves import CurveCallback, read_curve
     from medrl.effects.leaky import hole_trigger, truth_hook
-    from medrl.effects.metrics import corrupted_records, evaluate_model
+    from medrl.effects.metrics import evaluate_model
     from medrl.models.loading import save_policy
     from medrl.train.pipeline import train_rl
 
     folder = out / "models" / job.key.replace("/", "__").replace(":", "-")
     final = folder / "final"
     steps = config.hack_steps if job.kind == "hack" else config.rl_steps
-    recipe = load_run_recipe(job.recipe, rl_overrides(config, job.seed, steps))
+    temp = train_temperature(config, job)
+    recipe = load_run_recipe(job.recipe, rl_overrides(config, job.seed, steps, temp))
+    sig = job.signature
+    if sig is not None and job.kind == "rl":
+        next(a for a in sig.arms if a.key == job.arm).apply(recipe)
     recipe.data["prompt_style"] = job.style
     judge = judge_of("oracle", job.seed) if job.kind in ("hack", "control") else judge_of(job.judge, job.seed)
     trainer_cls = None
@@ -327,12 +433,14 @@ def run_rl(config: EffectsConfig, out: Path, job: Job, warm: dict) -> dict:
         recipe.algorithm["log_rewards"] = {"answer": LEAK_REWARD, "process": None}
     elif job.kind == "control":
         trainer_cls = control_run(recipe, job.judge, job.seed)
-    test = records(config, "test", out)
+    test = records(config, "test", out, job.seed, job.task)
+    train = records(config, "train", out, job.seed, job.task)
     curve_file = folder / "curve.jsonl"
     curve_n = min(config.curve_records, len(test)) if config.curve_every and job.kind != "hack" else 0
     t0 = time.monotonic()
     monitor: dict = {}
     curve_seconds = loop_seconds = curve_cpu = loop_cpu = None
+    opts = eval_options(config, job)
     if not (final / "config.json").is_file():
         if folder.exists():
             shutil.rmtree(folder)  # an interrupted run restarts (runs are minutes long; the folder lock
@@ -340,11 +448,11 @@ def run_rl(config: EffectsConfig, out: Path, job: Job, warm: dict) -> dict:
         callbacks = []
         if curve_n:
             callbacks.append(CurveCallback(curve_file, test[:curve_n], every=config.curve_every,
-                                           k=config.eval_samples, temperature=config.temperature,
-                                           seed=config.eval_seed, max_new_tokens=config.eval_max_new_tokens,
+                                           k=config.eval_samples, temperature=temp, seed=opts["seed"],
+                                           max_new_tokens=config.eval_max_new_tokens,
                                            batch_size=config.eval_batch, prompt_style=job.style))
-        result = train_rl(recipe, warm["model"], records(config, "train", out), folder, judge=judge, train=False,
-                          trainer_cls=trainer_cls, callbacks=callbacks)
+        result = train_rl(recipe, warm["model"], train, folder, judge=judge, train=False, trainer_cls=trainer_cls,
+                          callbacks=callbacks)
         tr = result.trainer
         if not hasattr(tr, "_speedups"):  # plain trl.GRPOTrainer: the step speed-ups MedGRPOTrainer installs
             from medrl.train.speed import speed_up_step  # (the same numbers; without them TRL's scoring
@@ -365,14 +473,10 @@ def run_rl(config: EffectsConfig, out: Path, job: Job, warm: dict) -> dict:
     if summ.is_file():
         m = json.loads(summ.read_text())
         monitor = {"alerts": m.get("alerts", []), "stopped": m.get("stopped")}
-    corrupted = None
-    if job.recipe in ("capo", "capo_grpo") and job.kind == "rl":
-        corrupted = corrupted_records(test, out / "corrupted", t=config.corruption_t)
     t1, c1 = time.monotonic(), time.process_time()
-    opts = eval_options(config, job.style)
     if job.kind == "hack":  # the hack runs are read for their training-time hack rate: greedy is enough
-        opts.update(samples=0, subset=0)
-    ev = evaluate_model(final, test, folder / "eval", corrupted=corrupted, **opts)
+        opts.update(samples=0, subset=0, temperatures=())
+    ev = evaluate_model(final, test, folder / "eval", corrupted=_corrupted_for(config, out, job, test), **opts)
     curve = read_curve(curve_file)
     if ev.get("sampled_subset") and curve_n:
         curve.append({"step": steps, **ev["sampled_subset"]})
@@ -381,7 +485,8 @@ def run_rl(config: EffectsConfig, out: Path, job: Job, warm: dict) -> dict:
     # CPU time of this (one-thread) process: close to the wall time the same work takes on an idle
     # core, so a run on a loaded machine still says what it would take on an idle one
     train_cpu = None if loop_cpu is None else loop_cpu - (curve_cpu or 0.0)
-    return {"recipe": job.recipe, "judge": job.judge, "kind": job.kind, "eval": ev, "train_seconds": secs,
+    return {"recipe": job.recipe, "judge": job.judge, "kind": job.kind, "task": job.task, "arm": job.arm,
+            "temperature": temp, "eval": ev, "train_seconds": secs,
             "curve_seconds": curve_seconds, "eval_seconds": round(time.monotonic() - t1, 1),
             "seconds_per_step": None if train_only is None else train_only / steps,
             "cpu_seconds_per_step": None if train_cpu is None else train_cpu / steps, "curve_cpu_seconds": curve_cpu,
@@ -398,7 +503,7 @@ def run_kappa(config: EffectsConfig, out: Path, job: Job) -> dict:
     from medrl.eval.judge_bench import kappa, step_metrics
     from medrl.judges.base import run_sync
 
-    test = records(config, "test", out)[:200]
+    test = records(config, "test", out, 0)[:200]
     traces = warmup_traces(test, early_error_share=0.5, seed=123, config=config.phantom_config())
     items = []
     for t, rec in zip(traces, test):  # the exact oracle's labels: the "human" side of judge-bench
@@ -500,7 +605,23 @@ def prepare(out: Path, config: EffectsConfig) -> None:
             raise EffectsFolderMismatch(f"{out} holds an effects run with other settings "
                                         f"(digest {old.get('digest')} vs "
                              f"{config.digest()}); choose another --out or remove it")
+    src = source_folder(config)
+    if src is not None:  # its warm-up models and records must be this config's
+        theirs = stored_config(src)
+        differ = [k for k in WARMUP_FIELDS if getattr(theirs, k) != getattr(config, k)]
+        if differ:
+            raise EffectsFolderMismatch(f"warmup_from={src}: its warm-up models were made with other settings "
+                                        f"({', '.join(f'{k}={getattr(theirs, k)!r}' for k in differ)}); use the same "
+                                        "values or another folder")
     f.write_text(json.dumps({"config": config.to_dict(), "digest": config.digest()}, indent=2, default=list))
+
+
+#: the settings a warm-up model and its records depend on (warmup_from must agree on them)
+WARMUP_FIELDS = ("image_size", "question_types", "held_out", "n_train", "n_test", "data_per_seed",
+                 "early_error_share", "model", "hidden_size", "num_layers", "vision_depth", "vision_width",
+                 "warmup_per_seed", "sft_steps", "sft_batch", "sft_lr", "sft_schedule", "eval_max_new_tokens",
+                 "eval_batch", "eval_samples", "eval_temperatures", "eval_seed", "temperature", "curve_every",
+                 "curve_records")
 
 
 #: one JSON line per invocation that ran jobs in a folder: start, wall seconds, command, load average
@@ -538,14 +659,29 @@ def _seed_file(out: Path, seed: int) -> Path:
     return out / "seeds" / f"seed{seed}.json"
 
 
+def pin_records(config: EffectsConfig, out: Path, echo: Callable[[str], None] | None = None) -> None:
+    """Draw and pin every seed's records of every task, here, before any job runs (the images are
+    drawn once, in this process)."""
+    c = config
+    todo = [(MAIN, s) for s in range(main_seeds(c) if c.data_per_seed else min(1, main_seeds(c)))]
+    todo += [(sig, s) for sig in c.signatures for s in range(c.signature_seeds)]
+    if "kappa" in {j.key for j in plan(c)} and (MAIN, 0) not in todo:
+        todo.insert(0, (MAIN, 0))
+    t0 = time.monotonic()
+    for task, s in todo:
+        for split in ("train", "test"):
+            records(c, split, out, s, task)
+    if echo is not None and time.monotonic() - t0 > 5:
+        echo(f"effects: records of {len(todo)} task/seed pair(s) drawn and pinned in {time.monotonic() - t0:.0f}s")
+
+
 def run_all(config: EffectsConfig, out: str | Path, *, echo: Callable[[str], None] = print,
             progress: bool = True) -> dict:
     """Run (or resume) every job; returns ``{"jobs": {key: result}, "seconds": wall}``."""
     out = Path(out)
     prepare(out, config)
     jobs = plan(config)
-    for split in ("train", "test"):  # pinned once, here, before any job runs
-        records(config, split, out)
+    pin_records(config, out, echo=echo if progress else None)
     done_seeds = {s for s in range(64) if _seed_file(out, s).is_file()}
     todo = [j for j in jobs if not (j.kind != "kappa" and j.seed in done_seeds and j.kind != "warmup")]
     results: dict[str, dict] = {}

@@ -245,6 +245,9 @@ def band_curves(panels: Mapping[str, Mapping[str, Mapping[float, Sequence[float]
             ax.fill_between(xs, low, high, color=line.get_color(), alpha=0.18, lw=0)
         ax.set_title(panel, fontsize=10)
         ax.set_xlabel(xlabel)
+        from matplotlib.ticker import MaxNLocator
+
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     if title:

@@ -33,7 +33,13 @@ LOCATIONS = ("upper", "lower")
 COUNT_WORDS = ("none", "one", "two", "three")
 FIELDS = ("modality", "plane", "organ", "presence", "side", "location", "size", "count", "descriptor")
 
-QUESTION_TYPES = ("modality", "finding", "organ", "side", "count", "size")
+QUESTION_TYPES = ("modality", "finding", "organ", "side", "count", "size", "plane", "study")
+
+#: Other words for a right answer (a clinician's wording; the oracle accepts both, an exact-match
+#: reward only the canonical one): modality and organ values -> a paraphrase of each.
+PARAPHRASES = {"CT": "computed tomography", "MRI": "magnetic resonance imaging", "X-ray": "plain radiograph",
+               "ultrasound": "sonography", "brain": "cerebrum", "heart": "cardiac silhouette",
+               "liver": "hepatic parenchyma", "kidneys": "renal parenchyma"}
 
 
 def phantom_params(item: Any) -> dict | None:
@@ -134,6 +140,10 @@ def answer_of(p: dict) -> str:
         return COUNT_WORDS[n]
     if q == "size":
         return size_text(p["size_mm"], p.get("size_unit", "mm")) if n else "no lesion"
+    if q == "plane":
+        return p["plane"]
+    if q == "study":
+        return f"{p['plane']} {p['modality']} of the {p['organ']}"
     raise PhantomTruthError(f"phantom: unknown question type {q!r}")
 
 
@@ -152,18 +162,35 @@ def answer_fields(p: dict) -> tuple[str, ...]:
         return ("presence", "count")
     if q == "size":
         return ("presence", "size")
+    if q == "plane":  # a plane is named in the modality's vocabulary: the modality decides which words are right
+        return ("modality", "plane")
+    if q == "study":
+        return ("modality", "plane", "organ")
     raise PhantomTruthError(f"phantom: unknown question type {q!r}")
 
 
+#: Every field a question type's answer states (the oracle needs each of them in a right answer).
+ANSWER_STATES = {"modality": ("modality",), "organ": ("organ",), "side": ("side",), "count": ("count",),
+                 "size": ("size",), "plane": ("plane",), "study": ("modality", "plane", "organ")}
+
+
 def lead_field(p: dict) -> str:
-    """The field the first gold step states (the one a warm-up error changes)."""
-    return {"modality": "modality", "organ": "organ"}.get(p["question_type"], "presence")
+    """The field the first gold step states (the one a warm-up error changes): the plane and
+    study chains open with the modality, whose vocabulary names the plane."""
+    return {"modality": "modality", "organ": "organ", "plane": "modality", "study": "modality"}.get(
+        p["question_type"], "presence")
 
 
 def gold_steps(p: dict) -> list[str]:
     """The gold reasoning, one sentence per step, in dependency order (see the module docstring)."""
     q, n, mod, organ = p["question_type"], p["count"], p["modality"], p["organ"]
     modality_step = f"This is {_a(mod)} {mod} image."
+    if q == "plane":
+        return [f"The image has the look of {_a(mod)} {mod} scan.", f"It shows the {organ}.",
+                f"It is {_a(p['plane'])} {p['plane']} view.", f"So the plane is {p['plane']}."]
+    if q == "study":
+        return [f"The image has the look of {_a(mod)} {mod} scan.", f"It is {_a(p['plane'])} {p['plane']} view.",
+                f"It shows the {organ}.", f"So this is {_a(p['plane'])} {answer_of(p)}."]
     if q == "modality":
         return [f"The image has the look of {_a(mod)} {mod} scan.", f"It is {_a(p['plane'])} {p['plane']} view.",
                 f"It shows the {organ}.", f"So the modality is {mod}."]
@@ -202,7 +229,7 @@ def key_steps_of(p: dict) -> list[list[str]]:
     mod_forms = {"CT": ["CT", "computed tomography"], "MRI": ["MRI", "magnetic resonance"],
                  "X-ray": ["X-ray", "radiograph"], "ultrasound": ["ultrasound", "sonography"]}[mod]
     organ = [p["organ"]]
-    if q == "modality":
+    if q in ("modality", "plane", "study"):
         return [mod_forms, [p["plane"]], organ]
     if q == "organ":
         return [organ, mod_forms, [p["plane"]]]
@@ -229,7 +256,7 @@ _RX = {
     ],
     "plane": [(pl, re.compile(rf"\b{pl}\b", re.I)) for pl in
               ("axial", "coronal", "sagittal", "frontal", "lateral", "transverse", "longitudinal")],
-    "organ": [("brain", re.compile(r"\bbrain\b", re.I)), ("heart", re.compile(r"\bheart\b|\bcardiac\b", re.I)),
+    "organ": [("brain", re.compile(r"\bbrain\b|\bcerebr(?:um|al)\b", re.I)), ("heart", re.compile(r"\bheart\b|\bcardiac\b", re.I)),
               ("liver", re.compile(r"\bliver\b|\bhepatic\b", re.I)),
               ("kidneys", re.compile(r"\bkidneys?\b|\brenal\b", re.I))],
     "descriptor": [("hypodense", re.compile(r"\bhypodens\w*|\bhypo-dens\w*|\blow[- ]density\b", re.I)),
@@ -382,8 +409,7 @@ def oracle_answer_correct(record: Any, answer_text: str | None) -> bool | None:
     if not all(claim_correct(f, v, p) for f, v in claims.items()):
         return False
     q, n = p["question_type"], p["count"]
-    need = {"modality": ("modality",), "organ": ("organ",), "side": ("side",), "count": ("count",),
-            "size": ("size",)}.get(q)
+    need = ANSWER_STATES.get(q)
     if q == "finding":
         need = ("descriptor",) if n else ("presence",)
     elif q in ("side", "size") and not n:

@@ -219,8 +219,10 @@ class AdaptiveSemanticReward:
         if callable(log_metric) and preds:
             for k in raw:
                 log_metric(f"armed/{k}_threshold", float(self.adapt[k].threshold))
-                log_metric(f"armed/{k}_raw_mean", sum(raw[k]) / len(raw[k]))
-                log_metric(f"armed/{k}_adaptive_mean", sum(adapted[k]) / len(adapted[k]))
+                for kind, vals in (("raw", raw[k]), ("adaptive", adapted[k])):  # Fig. 3: mean and variance
+                    mean = sum(vals) / len(vals)
+                    log_metric(f"armed/{k}_{kind}_mean", mean)
+                    log_metric(f"armed/{k}_{kind}_var", sum((v - mean) ** 2 for v in vals) / len(vals))
         return [semantic_reward(b, c, self.lambda2)
                 for b, c in zip(adapted["bertscore"], adapted["cosine"])]
 

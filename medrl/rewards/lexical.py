@@ -83,3 +83,23 @@ def make_rouge1() -> Reward:
 def make_bleu1() -> Reward:
     """BLEU-1 of the parsed ``<answer>`` vs the ``answer`` column (no options)."""
     return Reward("bleu1", answer_metric, metric=bleu1_batch)
+
+
+def exact_match(pred: str, ref: str) -> float:
+    """1.0 when ``pred`` has exactly the reference's tokens (lower-cased, punctuation dropped,
+    :func:`tokens`), else 0.0: the brittle string match MediX-R1 (003, Sec. 1) argues against, which
+    pays a right answer only in the reference's own words."""
+    p, r = tokens(pred), tokens(ref)
+    return float(bool(r) and p == r)
+
+
+def exact_match_batch(preds, refs) -> list[float]:
+    return [exact_match(p, r) for p, r in zip(preds, refs)]
+
+
+@REWARDS.register("exact_match")
+def make_exact_match() -> Reward:
+    """Exact match of the parsed ``<answer>`` with the ``answer`` column, word for word after
+    lower-casing and dropping punctuation (no options): the baseline an open-ended reward is
+    compared with (MediX-R1 Sec. 1: it under-rewards a right answer in other words)."""
+    return Reward("exact_match", answer_metric, metric=exact_match_batch)

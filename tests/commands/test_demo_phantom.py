@@ -16,10 +16,11 @@ def _eval(acc_sampled, acc_greedy, early_rate):
 
 def fake_results(config, early, acc, greedy):
     """Runs of every seed with the given (GRPO, MRPO) sampled early failures per output, sampled
-    and greedy accuracies, and a warm-up model at 50% sampled, 90% greedy."""
-    res = {"warmup": {"warmup": {"n": 10, "early_errors": 3, "early_error_share": 0.3, "by_field": {}},
-                      "eval": _eval(0.5, 0.9, 0.38)}}
+    and greedy accuracies, and each seed's warm-up model at 50% sampled, 90% greedy."""
+    res = {}
     for s in range(config.seeds):
+        res[f"s{s}/warmup"] = {"seed": s, "kind": "warmup", "eval": _eval(0.5, 0.9, 0.38),
+                               "warmup": {"n": 10, "early_errors": 3, "early_error_share": 0.3, "by_field": {}}}
         for i, m in enumerate(("grpo", "mrpo")):
             res[f"s{s}/{m}@oracle"] = {"seed": s, "kind": "rl", "eval": _eval(acc[s][i], greedy[s][i], early[s][i])}
     return res
@@ -42,12 +43,13 @@ def test_effects_report_and_demo_section_from_per_seed_results(tmp_path):
     assert m["a_values"] == [0.30, 0.25, 0.28] and m["b_values"] == [0.24, 0.22, 0.22]
     assert m["diff"] == pytest.approx(-0.05)  # mean of -0.06, -0.03, -0.06
     assert numbers["main"]["accuracy@greedy"]["diff"] == pytest.approx(0.01 / 3)
-    assert numbers["arms"]["warmup"]["accuracy@sampled"] == [0.5, 0.5, 0.5]  # one warm-up model for every seed
+    assert numbers["arms"]["warmup"]["accuracy@sampled"] == [0.5, 0.5, 0.5]  # each seed's warm-up model
     # GRPO against the warm-up: +10, +8, +11 pp sampled
     ctl = next(c for c in numbers["controls"] if c["a"] == "warmup" and c["b"] == "grpo")
     assert ctl["accuracy@sampled"]["diff"] == pytest.approx(0.0966667, abs=1e-6)
     text = md.read_text()
-    assert "MRPO vs GRPO, early failures per output" in text and "sampled, 4 per question at temperature 1" in text
+    assert "MRPO vs GRPO, early failures per output" in text
+    assert "sampled, 4 per question at the training temperature 1" in text
     assert "minimum detectable difference at 80% power" in text
     assert (out / "figures" / "effects_mrpo_vs_grpo.png").stat().st_size > 1000
     # the demo report's section reads the same results.json
@@ -56,9 +58,9 @@ def test_effects_report_and_demo_section_from_per_seed_results(tmp_path):
     phantom_section(rep, SimpleNamespace(out=tmp_path))
     page = rep.to_markdown(tmp_path)
     assert "warm-up, GRPO and MRPO on phantoms" in page
-    assert "| Warm-up (SFT) | - | 50.0% | 90.0% | 38.0% |" in page
+    assert "| Warm-up (SFT) | 0 | 50.0% | 90.0% | 38.0% |" in page
     assert "| GRPO | 0 | 60.0% | 88.0% | 30.0% |" in page and "| MRPO | 2 | 63.0% | 88.0% | 22.0% |" in page
-    assert "-5.0 pp" in page and "(sampled, 4 per question at temperature 1)" in page
+    assert "-5.0 pp" in page and "(sampled, 4 per question at the training temperature 1)" in page
     # absent results: a note, no error
     rep = Report("demo")
     phantom_section(rep, SimpleNamespace(out=tmp_path / "none"))

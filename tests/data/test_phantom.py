@@ -60,7 +60,8 @@ def test_train_and_test_are_disjoint(tmp_path):
 
 def test_labels_are_balanced_per_question_type():
     cfg = PhantomConfig(question_types=ph.QUESTION_TYPES)
-    params = [ph.make_params("train", i, cfg) for i in range(6 * 48)]
+    n = len(ph.QUESTION_TYPES)
+    params = [ph.make_params("train", i, cfg) for i in range(n * 48)]
     by_type = Counter(p["question_type"] for p in params)
     assert set(by_type.values()) == {48}
     assert Counter(p["modality"] for p in params if p["question_type"] == "modality") == \
@@ -69,6 +70,10 @@ def test_labels_are_balanced_per_question_type():
     assert Counter(p["organ"] for p in params if p["question_type"] == "organ") == {o: 12 for o in ph.ORGANS}
     assert Counter(p["side"] for p in params if p["question_type"] == "side") == {"left": 24, "right": 24}
     assert Counter(p["count"] for p in params if p["question_type"] == "count") == {0: 16, 1: 16, 2: 16}
+    assert Counter((p["modality"], p["plane"]) for p in params if p["question_type"] == "plane") == \
+        {(m, pl): 6 for m in ph.MODALITIES for pl in ph.PLANES[m]}
+    assert Counter((p["modality"], p["organ"]) for p in params if p["question_type"] == "study") == \
+        {(m, o): 3 for m in ph.MODALITIES for o in ph.ORGANS}
     # the default asks only what a tiny model perceives, and says what it perceives
     assert PhantomConfig().question_types == ("modality", "organ")
     assert "NOT learned" in ph.PERCEPTION["side"] and "NOT learned" in ph.PERCEPTION["count"]

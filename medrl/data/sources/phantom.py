@@ -52,7 +52,7 @@ from typing import Any, Sequence
 from medrl.data.record import DataError, VQARecord
 from medrl.judges.phantom_truth import (  # noqa: F401  (the truth the oracle judges by, re-exported)
     PhantomTruthError, MODALITIES, PLANES, DESCRIPTORS, ORGANS, SIDES, LOCATIONS, COUNT_WORDS,
-    FIELDS, QUESTION_TYPES, phantom_params, _loads, _params_from_image, _a, size_text, answer_of,
+    FIELDS, QUESTION_TYPES, PARAPHRASES, phantom_params, _loads, _params_from_image, _a, size_text, answer_of,
     answer_fields, lead_field, gold_steps, key_steps_of, _RX, _NUM_WORDS, _COUNT_RX,
     _BARE_COUNT_RX, _ABSENT_RX, _PRESENT_RX, _SIZE_RX, _NEGATED_RX, _size_mm, _UREG, _ureg,
     parse_step_claims, _claims, claim_correct, _params_or_error, oracle_answer_correct, _norm_step,
@@ -60,7 +60,7 @@ from medrl.judges.phantom_truth import (  # noqa: F401  (the truth the oracle ju
 )
 
 #: Bump when the drawing or the text templates change: it is part of the cache folder's name.
-GENERATOR_VERSION = 3
+GENERATOR_VERSION = 4
 
 #: What a tiny policy can learn to see, from the project's prototype (SPEC "The proving ground").
 PERCEPTION = {
@@ -74,6 +74,9 @@ PERCEPTION = {
     "side": "NOT learned by the 0.79M tiny model (near chance, prototype): use for larger models only",
     "count": "NOT learned by the 0.79M tiny model (near chance, prototype): use for larger models only",
     "size": "not measured; sizes differ by a few pixels: use for larger models only",
+    "plane": "the body section's shape (wide or tall) named in the modality's words: measured with the harness "
+             "(docs/effects.md)",
+    "study": "modality, plane and organ in one answer: measured with the harness (docs/effects.md)",
 }
 #: The question types a tiny policy was measured to perceive (see :data:`PERCEPTION`).
 PERCEIVED_BY_TINY = ("modality", "organ")
@@ -85,7 +88,31 @@ _QUESTIONS = {
     "side": "On which side of the patient is the lesion?",
     "count": "How many lesions are there?",
     "size": "How large is the lesion?",
+    "plane": "In which plane was this image taken?",
+    "study": "Which modality, plane and organ does this image show?",
 }
+#: Question wordings that suggest an answer (a language prior; PhantomConfig.cue_prior): the
+#: clinical context a question names, by the value it suggests.
+CUE_WORDS = {"modality": {"CT": "emergency", "MRI": "outpatient", "X-ray": "bedside", "ultrasound": "obstetric"},
+             "organ": {"brain": "neurology", "heart": "cardiology", "liver": "hepatology", "kidneys": "urology"}}
+_CUE_QUESTIONS = {"modality": "What imaging modality was used for this {cue} image?",
+                  "organ": "Which organ is shown in this {cue} image?"}
+
+
+def question_of(p: dict) -> str:
+    """The question text of parameters ``p``: its type's template, worded with its cue when it has
+    one (``p["cue"]``: the value the wording suggests)."""
+    q = p["question_type"]
+    if p.get("cue") is not None and q in _CUE_QUESTIONS:
+        return _CUE_QUESTIONS[q].format(cue=CUE_WORDS[q][p["cue"]])
+    return _QUESTIONS[q]
+
+
+def counter_prior(p: dict) -> bool | None:
+    """Whether the question's wording suggests a wrong answer (None: no cue)."""
+    if p.get("cue") is None:
+        return None
+    return p["cue"] != p[p["question_type"]]
 _SPLIT_CODES = {"train": 1, "test": 2, "validation": 3}
 
 
@@ -111,6 +138,15 @@ class PhantomConfig:
         "help": "millimetres per pixel at image_size 112 (scaled with image_size)"})
     noise: float = field(default=1.0, metadata={"help": "scale of each look's noise (0 = noiseless images)"})
     lesion_contrast: float = field(default=0.45, metadata={"help": "lesion-to-organ intensity difference (0-1)"})
+    held_out: tuple[str, ...] = field(default=(), metadata={
+        "help": "modality/organ pairs ('CT/heart') a 'study' question never asks about in the train split, so the "
+                "test split holds answer combinations training never showed"})
+    cue_prior: float | None = field(default=None, metadata={
+        "help": "worded questions (a language prior): modality and organ questions name a clinical context "
+                "(CUE_WORDS) that suggests the right answer in this share of train records and a wrong one in the "
+                "rest; None: the plain wording"})
+    cue_prior_test: float | None = field(default=None, metadata={
+        "help": "the same share in the test and validation splits (None: cue_prior)"})
 
     def __post_init__(self) -> None:
         bad = [q for q in self.question_types if q not in QUESTION_TYPES]
@@ -130,6 +166,15 @@ class PhantomConfig:
             raise ValueError(f"PhantomConfig.image_size must be at least 32, got {self.image_size}")
         if not self.lesion_sizes_mm or min(self.lesion_sizes_mm) <= 0:
             raise ValueError("PhantomConfig.lesion_sizes_mm: give positive sizes")
+        pairs = {f"{m}/{o}" for m in self.modalities for o in self.organs}
+        bad = [h for h in self.held_out if h not in pairs]
+        if bad or len(set(self.held_out)) >= len(pairs):
+            raise ValueError(f"PhantomConfig.held_out: {bad or 'every pair'}; give some modality/organ pairs among "
+                             f"{sorted(pairs)}")
+        for name in ("cue_prior", "cue_prior_test"):
+            v = getattr(self, name)
+            if v is not None and not 0.0 <= v <= 1.0:
+                raise ValueError(f"PhantomConfig.{name} must lie in [0, 1], got {v}")
 
     def digest(self) -> str:
         """Short digest of everything that decides the images and texts (the cache folder name)."""
@@ -147,8 +192,9 @@ class PhantomConfig:
 # ============================================================================ parameters
 
 
-def _labels(qtype: str, cfg: PhantomConfig) -> list:
-    """The balanced label set of a question type."""
+def _labels(qtype: str, cfg: PhantomConfig, split_code: int = 1) -> list:
+    """The balanced label set of a question type in a split (``cfg.held_out`` pairs are 'study'
+    labels of the test split only)."""
     if qtype == "modality":
         return list(cfg.modalities)
     if qtype == "finding":
@@ -161,6 +207,11 @@ def _labels(qtype: str, cfg: PhantomConfig) -> list:
         return list(range(cfg.max_count + 1))
     if qtype == "size":
         return list(cfg.lesion_sizes_mm)
+    if qtype == "plane":
+        return [(m, pl) for m in cfg.modalities for pl in PLANES[m]]
+    if qtype == "study":
+        return [(m, o) for m in cfg.modalities for o in cfg.organs
+                if split_code == _SPLIT_CODES["test"] or f"{m}/{o}" not in cfg.held_out]
     raise ValueError(qtype)
 
 
@@ -188,7 +239,7 @@ def make_params(split: str, index: int, cfg: PhantomConfig, seed: int | None = N
     code = _split_code(split)
     types = cfg.question_types
     qtype = types[index % len(types)]
-    labels = _labels(qtype, cfg)
+    labels = _labels(qtype, cfg, code)
     turn = index // len(types)
     block, pos = divmod(turn, len(labels))
     perm = _rng(seed, code, 7919, QUESTION_TYPES.index(qtype), block).permutation(len(labels))
@@ -211,10 +262,22 @@ def make_params(split: str, index: int, cfg: PhantomConfig, seed: int | None = N
     side = str(rng.choice(SIDES))
     location = str(rng.choice(LOCATIONS))
     size_mm = float(rng.choice(cfg.lesion_sizes_mm))
+    if qtype == "plane":
+        modality, plane = label
+    elif qtype == "study":
+        modality, organ = label
+        plane = str(rng.choice(PLANES[modality]))
     if qtype == "side":
         side = label
     elif qtype == "size":
         size_mm = float(label)
+    cue = None
+    prior = cfg.cue_prior if code == _SPLIT_CODES["train"] or cfg.cue_prior_test is None else cfg.cue_prior_test
+    if prior is not None and qtype in CUE_WORDS:  # its own random stream: the other fields stay as without a cue
+        crng = _rng(seed, code, index, 611953)
+        truth = modality if qtype == "modality" else organ
+        others = [v for v in (cfg.modalities if qtype == "modality" else cfg.organs) if v != truth]
+        cue = truth if crng.random() < prior or not others else str(crng.choice(others))
     return {
         "version": GENERATOR_VERSION, "id": f"phantom-{split}-s{seed}-{index:06d}", "split": split,
         "seed": seed, "index": index, "question_type": qtype,
@@ -222,6 +285,8 @@ def make_params(split: str, index: int, cfg: PhantomConfig, seed: int | None = N
         "side": side if count else None, "location": location if count else None,
         "size_mm": size_mm if count else None, "size_unit": cfg.size_unit,
         "draw_seed": int(rng.integers(0, 2**31 - 1)),
+        **({"cue": cue} if cue is not None else {}),
+        **({"held_out": True} if qtype == "study" and f"{modality}/{organ}" in cfg.held_out else {}),
     }
 
 
@@ -375,7 +440,7 @@ def record_from_params(p: dict, image: str | Path) -> VQARecord:
     steps = gold_steps(p)
     ks = key_steps_of(p)
     return VQARecord(
-        id=p["id"], images=[str(image)], question=_QUESTIONS[p["question_type"]], answer=answer_of(p),
+        id=p["id"], images=[str(image)], question=question_of(p), answer=answer_of(p),
         answer_type="OPEN", open_ended=True, modality=p["modality"], modality_tag=modality_to_tag(p["modality"]),
         organ=p["organ"], question_type=p["question_type"], gold_reasoning=" ".join(steps),
         key_steps=[forms[0] for forms in ks], split=p["split"], source="phantom",
@@ -426,7 +491,8 @@ class WarmupTrace:
     ``answer`` are this trace (give ``[t.record for t in traces]`` to medrl's SFT: its target is
     :func:`medrl.data.prompts.format_target`). ``early_error``: the first step states a wrong
     ``error_field`` (``error_value`` instead of the truth) and the trace carries it into a wrong
-    answer."""
+    answer. ``planted``: the kinds of failure planted in this trace (``early_error``, or a
+    signature task's own: :mod:`medrl.effects.signatures`)."""
 
     record_id: str
     steps: tuple[str, ...]
@@ -435,6 +501,7 @@ class WarmupTrace:
     error_field: str | None
     error_value: Any
     record: VQARecord
+    planted: tuple[str, ...] = ()
 
     @property
     def reasoning(self) -> str:
@@ -447,31 +514,66 @@ class WarmupTrace:
         return format_target(self.record, style)
 
 
-def _corrupt(p: dict, rng, cfg: PhantomConfig | None = None, value: Any = None) -> tuple[dict, str, Any]:
-    """Parameters with the lead field changed to another value (``value``, else a random other
-    one); the fields that depend on it are re-derived, so the later steps and the answer follow."""
-    fld = lead_field(p)
+def make_trace(record: VQARecord, steps: Sequence[str], answer: str, *, planted: Sequence[str] = (),
+               tag: str | None = None, early_error: bool = False, error_field: str | None = None,
+               error_value: Any = None) -> WarmupTrace:
+    """A warm-up trace of ``record`` whose SFT target states ``steps`` and ``answer`` (and the
+    modality tag ``tag`` in the ``modality_think_answer`` style; None: the record's own), with
+    the kinds of failure ``planted`` in it recorded in the trace and in the record's
+    ``extras["warmup"]``."""
+    p = _params_or_error(record)
+    changes: dict[str, Any] = {"gold_reasoning": " ".join(steps), "answer": answer}
+    if tag is not None:
+        changes["modality_tag"] = tag
+    rec = dataclasses.replace(record, **changes, extras={
+        **record.extras, "warmup": {"early_error": early_error, "error_field": error_field, "error_value": error_value,
+                                    "planted": list(planted), "cell": _cell(p)}})
+    return WarmupTrace(record.id, tuple(steps), answer, early_error, error_field, error_value, rec, tuple(planted))
+
+
+def change_field(p: dict, fld: str, rng, cfg: PhantomConfig | None = None, value: Any = None) -> tuple[dict, Any]:
+    """Parameters ``p`` with field ``fld`` (``modality``, ``plane``, ``organ`` or ``presence``)
+    changed to another value (``value``, else a seeded random other one) and the fields that
+    depend on it re-derived, so gold steps written from the result carry the change into the
+    answer: a wrong modality names the same section in its own vocabulary (and a plane question's
+    answer always changes with it: CT's and MRI's first plane are both axial); a wrong presence
+    removes the lesion or draws one. Returns (parameters, the wrong value)."""
     q = dict(p)
     if fld == "modality":
-        choices = [m for m in (cfg.modalities if cfg else MODALITIES) if m != p["modality"]] or \
-            [m for m in MODALITIES if m != p["modality"]]
-        q["modality"] = value if value is not None else str(rng.choice(choices))
         idx = PLANES[p["modality"]].index(p["plane"])
+
+        def differs(m):
+            return m != p["modality"] and (p["question_type"] != "plane" or PLANES[m][idx] != p["plane"])
+
+        choices = [m for m in (cfg.modalities if cfg else MODALITIES) if differs(m)] or \
+            [m for m in MODALITIES if differs(m)]
+        q["modality"] = value if value is not None and differs(value) else str(rng.choice(choices))
         q["plane"] = PLANES[q["modality"]][idx]  # same section, named in the wrong modality's words
-        return q, fld, q["modality"]
+        return q, q["modality"]
+    if fld == "plane":
+        q["plane"] = value if value is not None else next(pl for pl in PLANES[p["modality"]] if pl != p["plane"])
+        return q, q["plane"]
     if fld == "organ":
         choices = [o for o in (cfg.organs if cfg else ORGANS) if o != p["organ"]] or \
             [o for o in ORGANS if o != p["organ"]]
         q["organ"] = value if value is not None else str(rng.choice(choices))
-        return q, fld, q["organ"]
-    # presence: a missed lesion, or one that is not there
-    if p["count"]:
+        return q, q["organ"]
+    if fld != "presence":
+        raise ValueError(f"change_field: cannot change {fld!r}; choose modality, plane, organ or presence")
+    if p["count"]:  # a missed lesion, or one that is not there
         q.update(count=0, side=None, location=None, size_mm=None)
-        return q, fld, "no"
+        return q, "no"
     sizes = cfg.lesion_sizes_mm if cfg else (18.0,)
     q.update(count=1, side=str(rng.choice(SIDES)), location=str(rng.choice(LOCATIONS)),
              size_mm=float(rng.choice(sizes)))
-    return q, fld, "yes"
+    return q, "yes"
+
+
+def _corrupt(p: dict, rng, cfg: PhantomConfig | None = None, value: Any = None) -> tuple[dict, str, Any]:
+    """Parameters with the lead field changed (:func:`change_field`): (parameters, field, value)."""
+    fld = lead_field(p)
+    q, v = change_field(p, fld, rng, cfg, value)
+    return q, fld, v
 
 
 ERROR_MODES = ("random", "systematic")
@@ -549,17 +651,18 @@ def warmup_traces(records: Sequence[VQARecord], *, early_error_share: float = 0.
                 raise AssertionError(f"phantom: an early error on {r.id} did not change the answer")
         else:
             steps, ans, fld, val = gold_steps(p), answer_of(p), None, None
-        rec = dataclasses.replace(r, gold_reasoning=" ".join(steps), answer=ans, extras={
-            **r.extras, "warmup": {"early_error": i in wrong, "error_field": fld, "error_value": val,
-                                   "error_mode": error_mode, "cell": _cell(p)}})
-        out.append(WarmupTrace(r.id, tuple(steps), ans, i in wrong, fld, val, rec))
+        t = make_trace(r, steps, ans, planted=("early_error",) if i in wrong else (), early_error=i in wrong,
+                       error_field=fld, error_value=val)
+        t.record.extras["warmup"]["error_mode"] = error_mode
+        out.append(t)
     return out
 
 
 def warmup_summary(traces: Sequence[WarmupTrace]) -> dict:
     """``{"n", "early_errors", "early_error_share", "error_mode", "by_question_type": {type:
-    [errors, n]}, "by_field": {field: errors}, "cells": {cell: [errors, n]}}`` (``cells``: only
-    those with errors)."""
+    [errors, n]}, "by_field": {field: errors}, "cells": {cell: [errors, n]}, "planted": {kind:
+    [traces, n, share]}}`` (``cells``: only those with errors; ``planted``: each kind of planted
+    failure, :attr:`WarmupTrace.planted`)."""
     by_q: dict[str, list[int]] = {}
     by_f: dict[str, int] = {}
     cells: dict[str, list[int]] = {}
@@ -576,9 +679,14 @@ def warmup_summary(traces: Sequence[WarmupTrace]) -> dict:
     n = len(traces)
     e = sum(t.early_error for t in traces)
     modes = sorted({t.record.extras.get("warmup", {}).get("error_mode") for t in traces} - {None})
+    planted: dict[str, int] = {}
+    for t in traces:
+        for kind in t.planted:
+            planted[kind] = planted.get(kind, 0) + 1
     return {"n": n, "early_errors": e, "early_error_share": e / n if n else None,
             "error_mode": modes[0] if len(modes) == 1 else modes, "by_question_type": by_q, "by_field": by_f,
-            "cells": {k: v for k, v in sorted(cells.items()) if v[0]}}
+            "cells": {k: v for k, v in sorted(cells.items()) if v[0]},
+            "planted": {k: [v, n, v / n if n else None] for k, v in sorted(planted.items())}}
 
 
 # ============================================================================ tokenizer texts / tiny model
@@ -598,6 +706,8 @@ def phantom_texts(config: PhantomConfig | None = None, n: int = 400, *, seed: in
     cfg = dataclasses.replace(config or PhantomConfig(), question_types=QUESTION_TYPES)
     rng = np.random.default_rng([abs(int(seed)), 271828])
     texts = list(_QUESTIONS.values())
+    texts += [_CUE_QUESTIONS[q].format(cue=w) for q, words in CUE_WORDS.items() for w in words.values()]
+    texts += [f"<answer>{w}</answer>" for w in PARAPHRASES.values()] * 5  # other words for right answers
     for i in range(n):
         p = make_params("train", i, cfg, seed)
         for q in (p, _corrupt(p, rng, cfg)[0]):
