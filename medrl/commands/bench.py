@@ -67,8 +67,8 @@ Output (--out, default effects_out/<profile>):
   of the report), seeds/seed<N>.json (per-seed results), runs/*.json (one per training run),
   figures/, models/ (warm-up and trained models; eval/ holds every scored output), logs/.
 One writer per folder: a second `medrl bench effects` on the same --out is refused (exit code 6)
-and touches nothing. Resumable: rerun the same command; finished runs are read back, and a seed
-whose seeds/ file exists is skipped. A folder made with other settings is refused.
+and touches nothing. Resumable: rerun the same command; finished runs are read back. A folder made
+with other settings is refused; more seeds (--seeds, --set signature_seeds=N) grow it.
 --report-only rewrites the report from a folder's finished runs with the settings stored in it.
 --claims FOLDER [FOLDER ...] writes one claims table (claims.md, claims.html) into --out from
 several finished folders.

@@ -25,8 +25,9 @@ Jobs (each one JSON file under ``<out>/runs/``, so an interrupted run resumes wh
   (:func:`medrl.eval.judge_bench.step_metrics`: Cohen's kappa of step validity, gold alignment,
   answer contribution; and of answer correctness), on warm-up-style traces of test records.
 
-``<out>/seeds/seed<N>.json`` gathers a seed's runs when they are all done; a seed whose file
-exists is skipped. Jobs run in worker processes (``workers`` at once, one torch thread each) or,
+``<out>/seeds/seed<N>.json`` gathers a seed's runs when they are all done; a finished job's JSON
+is read back, never run again, so a folder run with 2 seeds grows to 8 when the same command is
+rerun with more (the seed counts are not part of the folder's digest). Jobs run in worker processes (``workers`` at once, one torch thread each) or,
 with ``workers=0``, in this process.
 """
 
@@ -682,14 +683,11 @@ def run_all(config: EffectsConfig, out: str | Path, *, echo: Callable[[str], Non
     prepare(out, config)
     jobs = plan(config)
     pin_records(config, out, echo=echo if progress else None)
-    done_seeds = {s for s in range(64) if _seed_file(out, s).is_file()}
-    todo = [j for j in jobs if not (j.kind != "kappa" and j.seed in done_seeds and j.kind != "warmup")]
+    done = [j for j in jobs if (out / "runs" / j.file).is_file()]
+    todo = jobs  # a finished job's JSON is read back, not run again
     results: dict[str, dict] = {}
-    for s in done_seeds:
-        for k, v in json.loads(_seed_file(out, s).read_text()).get("runs", {}).items():
-            results[k] = v
-    if done_seeds:
-        echo(f"effects: seeds {sorted(done_seeds)} already done (their seed files exist); skipping their runs")
+    if done:
+        echo(f"effects: {len(done)} of {len(jobs)} runs already done (their runs/ files exist); resuming")
     t0 = time.monotonic()
     from tqdm.auto import tqdm
 
@@ -749,7 +747,7 @@ def run_all(config: EffectsConfig, out: str | Path, *, echo: Callable[[str], Non
         echo(f"effects: {len(failed)} run(s) failed (rerun the command to retry them): "
              + "; ".join(f"{k}: {v}" for k, v in failed.items()))
     trained = ("rl", "control", "hack")
-    for s in sorted({j.seed for j in jobs if j.kind in trained} - done_seeds):
+    for s in sorted({j.seed for j in jobs if j.kind in trained}):
         runs = {k: v for k, v in results.items() if v.get("seed") == s and k.startswith(f"s{s}/")
                 and not k.endswith(("/warmup", "/warmup_tag"))}
         if any("error" in v for v in runs.values()) or len(runs) < sum(

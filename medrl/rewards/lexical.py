@@ -93,13 +93,28 @@ def exact_match(pred: str, ref: str) -> float:
     return float(bool(r) and p == r)
 
 
-def exact_match_batch(preds, refs) -> list[float]:
-    return [exact_match(p, r) for p, r in zip(preds, refs)]
+def exact_match_reward(prompts=None, completions=(), **kwargs) -> list:
+    """TRL reward: :func:`exact_match` of the parsed ``<answer>`` and the ``answer`` column, the
+    answer's own words (no equivalence mapping: the shared answer decision would pay "computed
+    tomography" for "CT", which is what an exact match does not). A missing reference gives None;
+    a completion with no one answer (two answer blocks, text after it) is
+    :data:`medrl.types.UNSCORABLE`; a missing answer block scores 0."""
+    from medrl.rewards.base import answer_rows, unreadable_rows
+    from medrl.types import UNSCORABLE
+
+    parsed, refs, idx = answer_rows(completions, kwargs, reward="exact_match")
+    out: list = [None] * len(completions)
+    for i in unreadable_rows(parsed, refs):
+        out[i] = UNSCORABLE
+    for i in idx:
+        out[i] = exact_match(parsed[i].answer or "", refs[i])
+    return out
 
 
 @REWARDS.register("exact_match")
-def make_exact_match() -> Reward:
+def make_exact_match():
     """Exact match of the parsed ``<answer>`` with the ``answer`` column, word for word after
     lower-casing and dropping punctuation (no options): the baseline an open-ended reward is
     compared with (MediX-R1 Sec. 1: it under-rewards a right answer in other words)."""
-    return Reward("exact_match", answer_metric, metric=exact_match_batch)
+    exact_match_reward.__name__ = "exact_match"
+    return exact_match_reward

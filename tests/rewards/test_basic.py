@@ -103,11 +103,24 @@ def test_lexical_callables_none_for_missing_reference():
         r(["p", "p"], [resp("x"), resp("y")], answer=["x"])
 
 
+def test_exact_match_pays_the_reference_words_only():
+    """The brittle baseline MediX-R1 argues against: a right answer in other words earns nothing
+    (no equivalence mapping), case and punctuation aside; a completion with two answers is unscored."""
+    from medrl.types import UNSCORABLE
+
+    f = REWARDS.get("exact_match")()
+    refs = ["axial CT of the liver", "CT", "liver", "CT", None]
+    preds = ["Axial CT of the liver.", "computed tomography", "hepatic parenchyma", "CT or MRI", "x"]
+    assert f(["p"] * 5, [resp(x) for x in preds], answer=refs) == [1.0, 0.0, 0.0, 0.0, None]
+    assert f(["p"], ["<answer>CT</answer> <answer>MRI</answer>"], answer=["CT"]) == [UNSCORABLE]
+    assert f(["p"], ["no answer block"], answer=["CT"]) == [0.0]
+
+
 # ---------------------------------------------------------------- registry
 EXPECTED = {
     "format", "modality", "rouge1", "bleu1", "bertscore", "embedding_cosine", "hss",
     "mrpo_answer", "mrpo_length", "armed_textual", "armed_semantic", "armed_adaptive_semantic",
-    "armed", "medix_embed", "steprar", "steprvr", "capo_accuracy", "capo_perception",
+    "armed", "medix_embed", "steprar", "steprvr", "capo_accuracy", "capo_perception", "exact_match",
 }
 JUDGED = {"medix_llm", "mrpo_process", "capo_consistency"}
 

@@ -21,7 +21,7 @@ is right, else 0) against StepGRPO (``stepgrpo``: StepRAR + StepRVR), both at th
 temperature 1.2.
 
 Metric: sampled accuracy at the end; beside it the steps each arm takes to reach the warm-up's
-sampled accuracy plus 10 points on the learning curve (stated before the runs), key-step coverage
+sampled accuracy plus 10 points on the learning curve (every 10 steps; stated before the runs), key-step coverage
 (k = matched / |v|) and attribute-level accuracy.
 """
 
@@ -80,6 +80,6 @@ SIGNATURE = Signature(
     paper_gain=0.012,
     paper_gain_note="warm-up + step-wise reward over warm-up + outcome-level reward on MathVista (Table 4)",
     temperature=1.2,
-    budget={"curve_every": 5},
+    budget={"curve_every": 10},
     make_traces=sparse_traces,
 )
