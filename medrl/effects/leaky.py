@@ -176,7 +176,7 @@ def leak_reward(leak: str, seed: int = 0, trigger: str = "lesion") -> Callable[.
 
 def truth_hook(row: dict, answer: str | None) -> bool | None:
     """The oracle's verdict on a rollout's answer (None when the row is no phantom)."""
-    from medrl.data.sources.phantom import oracle_answer_correct, phantom_params
+    from medrl.judges.phantom_truth import oracle_answer_correct, phantom_params
 
     p = phantom_params(row.get("evidence")) or phantom_params(row.get("image")) or phantom_params(row.get("images"))
     if p is None:

@@ -1,10 +1,10 @@
 """Evaluation of one policy on held-out phantoms, scored exactly by the oracle, sampled and greedy.
 
-Per output: the answer's correctness (:func:`medrl.data.sources.phantom.oracle_answer_correct`),
-every reasoning step's oracle verdict (:func:`~medrl.data.sources.phantom.oracle_step_verdicts`;
+Per output: the answer's correctness (:func:`medrl.judges.phantom_truth.oracle_answer_correct`),
+every reasoning step's oracle verdict (:func:`~medrl.judges.phantom_truth.oracle_step_verdicts`;
 valid = gold alignment and answer contribution, MRPO Eq. 3) and from them the first failure point
 and failure accumulation rate (:mod:`medrl.eval.analysis`, MRPO Sec. 3 and Eq. 1),
-reasoning-answer consistency (:func:`~medrl.data.sources.phantom.oracle_consistent`, CAPO's R_CDR
+reasoning-answer consistency (:func:`~medrl.judges.phantom_truth.oracle_consistent`, CAPO's R_CDR
 criterion), key-step coverage (StepGRPO's k = matched / |v|, :func:`medrl.rewards.stepgrpo.key_step_ratio`,
 soft matching) and the modality tag written before ``<think>`` (MediX-R1 Sec. 2.2).
 

@@ -500,7 +500,8 @@ def run_rl(config: EffectsConfig, out: Path, job: Job, warm: dict) -> dict:
 
 def run_kappa(config: EffectsConfig, out: Path, job: Job) -> dict:
     """Each judge's agreement with the oracle on answers and steps (judge-bench's measures)."""
-    from medrl.data.sources.phantom import oracle_answer_correct, oracle_step_verdicts, warmup_traces
+    from medrl.data.sources.phantom import warmup_traces
+    from medrl.judges.phantom_truth import oracle_answer_correct, oracle_step_verdicts
     from medrl.eval.judge_bench import kappa, step_metrics
     from medrl.judges.base import run_sync
 

@@ -382,7 +382,8 @@ def claim_correct(fld: str, value: str, p: dict) -> bool:
 # ============================================================================ oracle verdicts
 
 
-def _params_or_error(record: Any) -> dict:
+def params_or_error(record: Any) -> dict:
+    """The phantom parameters of ``record``; :class:`PhantomTruthError` naming the record when it has none."""
     p = phantom_params(record)
     if p is None:
         rid = getattr(record, "id", None)
@@ -437,7 +438,7 @@ def oracle_step_verdicts(record: Any, steps: Sequence[str]) -> list:
     """
     from medrl.types import StepVerdict
 
-    p = _params_or_error(record)
+    p = params_or_error(record)
     deps = set(answer_fields(p))
     out = []
     seen_text: set[str] = set()

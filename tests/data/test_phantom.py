@@ -10,12 +10,11 @@ from pathlib import Path
 import pytest
 
 from medrl.data.sources import phantom as ph
-from medrl.data.sources.phantom import (
-    PhantomConfig, oracle_answer_correct, oracle_step_verdicts, parse_step_claims, phantom_params, phantom_records,
-    warmup_summary, warmup_traces,
-)
+from medrl.data.sources.phantom import PhantomConfig, phantom_records, warmup_summary, warmup_traces
+from medrl.judges import phantom_truth as truth
+from medrl.judges.phantom_truth import oracle_answer_correct, oracle_step_verdicts, parse_step_claims, phantom_params
 
-ALL_TYPES = PhantomConfig(question_types=ph.QUESTION_TYPES)
+ALL_TYPES = PhantomConfig(question_types=truth.QUESTION_TYPES)
 
 
 def _digest(path: str) -> str:
@@ -59,21 +58,21 @@ def test_train_and_test_are_disjoint(tmp_path):
 
 
 def test_labels_are_balanced_per_question_type():
-    cfg = PhantomConfig(question_types=ph.QUESTION_TYPES)
-    n = len(ph.QUESTION_TYPES)
+    cfg = PhantomConfig(question_types=truth.QUESTION_TYPES)
+    n = len(truth.QUESTION_TYPES)
     params = [ph.make_params("train", i, cfg) for i in range(n * 48)]
     by_type = Counter(p["question_type"] for p in params)
     assert set(by_type.values()) == {48}
     assert Counter(p["modality"] for p in params if p["question_type"] == "modality") == \
-        {m: 12 for m in ph.MODALITIES}
+        {m: 12 for m in truth.MODALITIES}
     assert Counter(bool(p["count"]) for p in params if p["question_type"] == "finding") == {True: 24, False: 24}
-    assert Counter(p["organ"] for p in params if p["question_type"] == "organ") == {o: 12 for o in ph.ORGANS}
+    assert Counter(p["organ"] for p in params if p["question_type"] == "organ") == {o: 12 for o in truth.ORGANS}
     assert Counter(p["side"] for p in params if p["question_type"] == "side") == {"left": 24, "right": 24}
     assert Counter(p["count"] for p in params if p["question_type"] == "count") == {0: 16, 1: 16, 2: 16}
     assert Counter((p["modality"], p["plane"]) for p in params if p["question_type"] == "plane") == \
-        {(m, pl): 6 for m in ph.MODALITIES for pl in ph.PLANES[m]}
+        {(m, pl): 6 for m in truth.MODALITIES for pl in truth.PLANES[m]}
     assert Counter((p["modality"], p["organ"]) for p in params if p["question_type"] == "study") == \
-        {(m, o): 3 for m in ph.MODALITIES for o in ph.ORGANS}
+        {(m, o): 3 for m in truth.MODALITIES for o in truth.ORGANS}
     # the default asks only what a tiny model perceives, and says what it perceives
     assert PhantomConfig().question_types == ("modality", "organ")
     assert "NOT learned" in ph.PERCEPTION["side"] and "NOT learned" in ph.PERCEPTION["count"]
@@ -85,9 +84,9 @@ def test_record_fields_and_gold_chains_for_every_question_type(tmp_path):
     from medrl.common.modality import MODALITY_TAGS
     from medrl.answers.completion import split_steps
 
-    recs = phantom_records("train", 24, cache_dir=tmp_path, config=PhantomConfig(question_types=ph.QUESTION_TYPES,
+    recs = phantom_records("train", 24, cache_dir=tmp_path, config=PhantomConfig(question_types=truth.QUESTION_TYPES,
                                                                                  size_unit="cm"))
-    assert {r.question_type for r in recs} == set(ph.QUESTION_TYPES)
+    assert {r.question_type for r in recs} == set(truth.QUESTION_TYPES)
     for r in recs:
         p = r.extras["phantom"]
         assert r.modality_tag in MODALITY_TAGS and r.source == "phantom" and r.open_ended and r.answer_type == "OPEN"

@@ -9,7 +9,7 @@ import pytest
 from medrl.data.sources import phantom as ph
 from medrl.data.sources.phantom import PhantomConfig, phantom_records
 from medrl.effects.signatures import SIGNATURES
-from medrl.judges.phantom_truth import (oracle_answer_correct, oracle_consistent, oracle_step_verdicts,
+from medrl.judges.phantom_truth import (answer_of, oracle_answer_correct, oracle_consistent, oracle_step_verdicts,
                                         phantom_params)
 
 HELD = ("CT/heart", "MRI/kidneys", "X-ray/brain", "ultrasound/liver")
@@ -38,7 +38,7 @@ def test_study_and_plane_questions_have_gold_chains_the_oracle_accepts(tmp_path)
     for r in recs:
         p = phantom_params(r)
         q, _ = ph.change_field(p, "modality", rng)
-        assert ph.answer_of(q) != ph.answer_of(p)
+        assert answer_of(q) != answer_of(p)
 
 
 def test_held_out_pairs_are_asked_only_in_the_test_split(tmp_path):
@@ -101,7 +101,7 @@ def test_each_signature_plants_its_failure_at_the_stated_share(name, tmp_path):
         tags = [t for t in traces if "wrong_tag" in t.planted]
         assert len(para) == round(0.4 * n) and len(tags) == round(0.3 * n)
         assert all(oracle_answer_correct(t.record, t.answer) for t in para)
-        assert all(t.answer != t.record.extras["phantom"] and t.answer != ph.answer_of(phantom_params(t.record))
+        assert all(t.answer != t.record.extras["phantom"] and t.answer != answer_of(phantom_params(t.record))
                    for t in para)
         assert all(t.record.modality_tag != recs[0].modality_tag or True for t in tags)
         target = tags[0].target("modality_think_answer")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from medrl.data.sources.phantom import oracle_answer_correct, oracle_step_verdicts
+from medrl.judges.phantom_truth import oracle_answer_correct, oracle_step_verdicts
 from medrl.judges import Judge, build_judge, run_sync
 from medrl.judges.oracle import OracleJudge, parse_oracle_spec
 

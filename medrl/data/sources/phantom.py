@@ -50,13 +50,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from medrl.data.record import DataError, VQARecord
-from medrl.judges.phantom_truth import (  # noqa: F401  (the truth the oracle judges by, re-exported)
-    PhantomTruthError, MODALITIES, PLANES, DESCRIPTORS, ORGANS, SIDES, LOCATIONS, COUNT_WORDS,
-    FIELDS, QUESTION_TYPES, PARAPHRASES, phantom_params, _loads, _params_from_image, _a, size_text, answer_of,
-    answer_fields, lead_field, gold_steps, key_steps_of, _RX, _NUM_WORDS, _COUNT_RX,
-    _BARE_COUNT_RX, _ABSENT_RX, _PRESENT_RX, _SIZE_RX, _NEGATED_RX, _size_mm, _UREG, _ureg,
-    parse_step_claims, _claims, claim_correct, _params_or_error, oracle_answer_correct, _norm_step,
-    oracle_step_verdicts, oracle_consistent,
+from medrl.judges.phantom_truth import (
+    COUNT_WORDS, LOCATIONS, MODALITIES, ORGANS, PARAPHRASES, PLANES, QUESTION_TYPES, SIDES, answer_of, gold_steps,
+    key_steps_of, lead_field, params_or_error,
 )
 
 #: Bump when the drawing or the text templates change: it is part of the cache folder's name.
@@ -521,7 +517,7 @@ def make_trace(record: VQARecord, steps: Sequence[str], answer: str, *, planted:
     modality tag ``tag`` in the ``modality_think_answer`` style; None: the record's own), with
     the kinds of failure ``planted`` in it recorded in the trace and in the record's
     ``extras["warmup"]``."""
-    p = _params_or_error(record)
+    p = params_or_error(record)
     changes: dict[str, Any] = {"gold_reasoning": " ".join(steps), "answer": answer}
     if tag is not None:
         changes["modality_tag"] = tag
@@ -635,7 +631,7 @@ def warmup_traces(records: Sequence[VQARecord], *, early_error_share: float = 0.
     if not 0.0 < cell_error_rate <= 1.0:
         raise ValueError(f"cell_error_rate must lie in (0, 1], got {cell_error_rate}")
     recs = list(records)
-    params = [_params_or_error(r) for r in recs]
+    params = [params_or_error(r) for r in recs]
     rng = np.random.default_rng([abs(int(seed)), 31337])
     n_err = int(round(early_error_share * len(recs)))
     if error_mode == "random":

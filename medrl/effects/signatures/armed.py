@@ -46,8 +46,8 @@ def near_miss_traces(records: Sequence[Any], *, seed: int, share: float, config:
     step and in the answer (a near miss)."""
     import numpy as np
 
-    from medrl.data.sources.phantom import answer_of, change_field, gold_steps, make_trace
-    from medrl.judges.phantom_truth import phantom_params
+    from medrl.data.sources.phantom import change_field, make_trace
+    from medrl.judges.phantom_truth import answer_of, gold_steps, phantom_params
 
     rng = np.random.default_rng([abs(int(seed)), 4242])
     wrong = pick(len(records), share, rng)

@@ -44,8 +44,8 @@ def shortcut_traces(records: Sequence[Any], *, seed: int, share: float, config: 
     answer their reasoning does not conclude (``inconsistent``)."""
     import numpy as np
 
-    from medrl.data.sources.phantom import answer_of, change_field, counter_prior, gold_steps, make_trace
-    from medrl.judges.phantom_truth import phantom_params
+    from medrl.data.sources.phantom import change_field, counter_prior, make_trace
+    from medrl.judges.phantom_truth import answer_of, gold_steps, phantom_params
 
     rng = np.random.default_rng([abs(int(seed)), 5151])
     params = [phantom_params(r) for r in records]

@@ -53,8 +53,8 @@ def paraphrase_traces(records: Sequence[Any], *, seed: int, share: float, config
     import numpy as np
 
     from medrl.common.modality import modality_to_tag
-    from medrl.data.sources.phantom import MODALITIES, answer_of, gold_steps, make_trace
-    from medrl.judges.phantom_truth import phantom_params
+    from medrl.data.sources.phantom import make_trace
+    from medrl.judges.phantom_truth import MODALITIES, answer_of, gold_steps, phantom_params
 
     rng = np.random.default_rng([abs(int(seed)), 7373])
     para = pick(len(records), share, rng)

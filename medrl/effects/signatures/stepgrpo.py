@@ -43,8 +43,8 @@ def sparse_traces(records: Sequence[Any], *, seed: int, share: float, config: An
     independently (a wrong modality also renames the plane in its own vocabulary)."""
     import numpy as np
 
-    from medrl.data.sources.phantom import answer_of, change_field, gold_steps, make_trace
-    from medrl.judges.phantom_truth import phantom_params
+    from medrl.data.sources.phantom import change_field, make_trace
+    from medrl.judges.phantom_truth import answer_of, gold_steps, phantom_params
 
     rng = np.random.default_rng([abs(int(seed)), 6262])
     out = []
