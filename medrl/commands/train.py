@@ -332,6 +332,7 @@ def _run(args) -> int:
     except ValueError as exc:
         print(f"medrl train: {exc}", file=sys.stderr)
         return int(Exit.USAGE)
+    from medrl.common.urls import redact_url
     from medrl.train.pipeline import training_source
 
     # --data, else the recipe's preferred source when present (printed); saved and checked on resume
@@ -339,7 +340,7 @@ def _run(args) -> int:
     resolved = {"recipe": recipe.to_dict(), "run": {
         "model": args.model, "data": args.data, "probe_data": getattr(args, "probe_data", None),
         "data_dir": args.data_dir, "judge": args.judge,
-        "judge_base_url": args.judge_base_url, "judge_images": bool(getattr(args, "judge_images", False)),
+        "judge_base_url": redact_url(args.judge_base_url), "judge_images": bool(getattr(args, "judge_images", False)),
         "limit": args.limit, "lora": args.lora}}
     if args.dry_run:
         return preflight(args, recipe, resolved)
