@@ -365,8 +365,7 @@ def _ledger(args, recipe, resolved: dict, out):
     import sys
     from pathlib import Path
 
-    import yaml
-
+    from medrl.common import strict_yaml
     from medrl.common.exit_codes import Exit
 
     cfg_path = out / "config.yaml"
@@ -375,7 +374,7 @@ def _ledger(args, recipe, resolved: dict, out):
         _clear_run(out)
         return None
     if cfg_path.is_file() and _has_run(out):
-        saved = yaml.safe_load(cfg_path.read_text()) or {}
+        saved = strict_yaml.load_file(cfg_path, mapping=True) or {}  # unreadable, tagged, an alias bomb: one line, exit 2
         diffs = config_differences(saved, json.loads(json.dumps(resolved)))
         if diffs:
             print(f"medrl train: {out} holds a run with other settings; refusing to mix them (its checkpoints, "
@@ -618,7 +617,9 @@ def preflight(args, recipe, resolved: dict) -> int:
 
             from medrl.data.fingerprint import data_fingerprint, read_fingerprint
 
-            saved = yaml.safe_load(cfg_path.read_text()) if cfg_path.is_file() else {}
+            from medrl.common import strict_yaml
+
+            saved = strict_yaml.load_file(cfg_path, mapping=True) if cfg_path.is_file() else {}
             diffs = config_differences(saved or {}, json.loads(json.dumps(resolved)))
             if diffs and not args.overwrite:
                 return fail(Exit.USAGE, f"{out} holds a run with other settings:\n  " + "\n  ".join(diffs)
