@@ -11,7 +11,8 @@ Sec. 3; MRPO, arXiv 2606.31825, Sec. 5.1; ARMed, arXiv 2508.12957, Eq. 15): gene
 final answer only with a judge (binary score = judged accuracy; optional 0-5 report rubric),
 verify each reasoning step (for `medrl analyze`), and compute ROUGE-1, BLEU-1, BERTScore,
 embedding cosine and HSS. Per-dataset means, in-/out-of-domain and macro averages come with
-95% bootstrap confidence intervals. Writes OUT/outputs.jsonl, OUT/metrics.json and
+95% intervals, each named by its method: Wilson's score interval for shares of correct outputs,
+a percentile bootstrap for continuous scores, a stratified bootstrap for averages. Writes OUT/outputs.jsonl, OUT/metrics.json and
 OUT/report.md + OUT/report.html.
 
 Interrupted, or the judge was down? Rerun the same command: finished generations and scores

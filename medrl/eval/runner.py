@@ -5,7 +5,7 @@ Layout of an eval folder (``--out``)::
     config.json        what was evaluated (model, datasets, generation settings, judge)
     generations.jsonl  one row per record as soon as its batch is generated (full output kept)
     outputs.jsonl      the same rows scored (judge verdicts, step verdicts, text metrics)
-    metrics.json       per-dataset and macro metrics with bootstrap CIs, judge accounting
+    metrics.json       per-dataset and macro metrics with 95% intervals (each names its method), judge accounting
     report.md / report.html / figures/*.png
     samples.jsonl      with ``samples=n`` (``medrl eval --samples n``): n sampled outputs per
     samples_scored.jsonl  record (keys ``dataset:id#j``) and their verdicts, for pass@k
