@@ -11,7 +11,8 @@ Sec. 3; MRPO, arXiv 2606.31825, Sec. 5.1; ARMed, arXiv 2508.12957, Eq. 15): gene
 final answer only with a judge (binary score = judged accuracy; optional 0-5 report rubric),
 verify each reasoning step (for `medrl analyze`), and compute ROUGE-1, BLEU-1, BERTScore,
 embedding cosine and HSS. Per-dataset means, in-/out-of-domain and macro averages come with
-95% bootstrap confidence intervals. Writes OUT/outputs.jsonl, OUT/metrics.json and
+95% intervals, each named by its method: Wilson's score interval for shares of correct outputs,
+a percentile bootstrap for continuous scores, a stratified bootstrap for averages. Writes OUT/outputs.jsonl, OUT/metrics.json and
 OUT/report.md + OUT/report.html.
 
 Interrupted, or the judge was down? Rerun the same command: finished generations and scores
@@ -39,6 +40,13 @@ at the limit are counted as truncated. Several protocols on the
 same saved outputs give one metric set each in one report:
   medrl eval --rescore evals/mrpo --protocol mrpo,medix,standard --out evals/mrpo_all
 
+Other harnesses (docs/evaluation.md, "Other harnesses"): --predictions FILE scores the
+predictions VLMEvalKit wrote ({model}_{dataset}.xlsx/.tsv/.csv/.json) or lmms-eval logged
+(--log_samples: {date}_samples_{task}.jsonl) with medrl's judges and protocols, instead of
+generating (no --model); NAME=FILE names the dataset. --export vlmevalkit|lmms-eval writes
+OUT's outputs in that harness's layout into OUT/export/FORMAT/ (after the eval, or alone on a
+finished folder: `medrl eval --export lmms-eval --out evals/mrpo`).
+
 Dataset specs: SOURCE[:SPLIT], SOURCE one of the loaders listed by `medrl data inspect --help`
 (vqa_rad, slake, pathvqa, pmc_vqa, the Hugging Face copies, omnimedvqa, mmmu_med, medxpertqa_mm,
 medqa, medmcqa, pubmedqa), jsonl:<path>, hf:<folder or hub id>. Closed questions are kept unless
@@ -53,6 +61,9 @@ Examples:
   medrl eval --model runs/mrpo --data vqa_rad:test --limit 20 --out /tmp/quick       # smoke test
   medrl eval --model runs/mrpo --suite huatuo --judge openai:gpt-5-mini --out evals/huatuo
   medrl eval --model runs/mrpo --data medqa:test medmcqa:validation pubmedqa:test --protocol medix --out evals/text
+  medrl eval --predictions vlmeval/Qwen2-VL-7B_PathVQA_TEST.xlsx --protocol standard,mrpo --out evals/qwen_pathvqa
+  medrl eval --predictions out/qwen/20250101_120000_samples_slake_en.jsonl --judge openai:gpt-5-mini --out evals/slake
+  medrl eval --export vlmevalkit --out evals/mrpo             # evals/mrpo/export/vlmevalkit/<model>_<dataset>.tsv
 """
 
 _SPLITS = {"train", "test", "validate", "validation", "val", "dev"}
@@ -101,6 +112,18 @@ def add_arguments(p) -> None:
                         "stopping at the first (docs/data.md, Data safety)")
     p.add_argument("--concurrency", type=int, default=16, help="judge requests in flight")
     p.add_argument("--rescore", metavar="EVAL_DIR", help="score EVAL_DIR's saved outputs with --judge into --out")
+    p.add_argument("--predictions", nargs="+", default=None, metavar="[NAME=]FILE",
+                   help="score another harness's predictions instead of generating (no --model): VLMEvalKit "
+                        "prediction files (.xlsx, .tsv, .csv, .json: index/question/answer/prediction columns, "
+                        "A-Z options) or lmms-eval --log_samples files (*_samples_<task>.jsonl); NAME= names "
+                        "the dataset (default: the task or file name)")
+    p.add_argument("--predictions-format", choices=["auto", "vlmevalkit", "lmms-eval"], default="auto",
+                   help="which harness wrote --predictions (default: from the file name)")
+    p.add_argument("--export", nargs="+", default=None, choices=["vlmevalkit", "lmms-eval"], metavar="FORMAT",
+                   help="also write OUT's outputs in a harness's layout into OUT/export/FORMAT/: vlmevalkit "
+                        "(<model>_<dataset>.tsv, read with PRED_FORMAT=tsv) or lmms-eval "
+                        "(<model>/<date>_samples_<task>.jsonl + _results.json); alone with --out, exports a "
+                        "finished eval folder")
     p.add_argument("--protocol", default="standard", metavar="NAME[,NAME...]",
                    help="eval protocol(s), comma-separated: standard (default: closed by exact match, open by "
                         "the judge, closed/open/overall accuracy, per modality/organ), mrpo (MRPO App. H.1's lenient "
@@ -215,6 +238,8 @@ def run(args) -> int:
     from medrl.eval.runner import EvalFolderMismatch
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+    if getattr(args, "export", None) and not (args.model or args.rescore or getattr(args, "predictions", None)):
+        return export_only(args)
     try:
         protocols = parse_protocols(args.protocol)
         rounds = judge_rounds(args, protocols)
@@ -245,8 +270,13 @@ def run(args) -> int:
     # one writer per folder: a second one raises RunLockedError, exit code LOCKED (medrl.cli)
     from medrl.commands.run_folder import run_in_folder
 
-    if not args.rescore and (not args.model or not (args.data or args.ood)):
-        print("medrl eval: --model and --data (or --ood) are required (or --rescore EVAL_DIR)", file=sys.stderr)
+    if getattr(args, "predictions", None) and (args.model or args.rescore or args.data or args.ood):
+        print("medrl eval: --predictions scores saved predictions: give no --model, --rescore, --data or --ood",
+              file=sys.stderr)
+        return 2
+    if not args.rescore and not getattr(args, "predictions", None) and (not args.model or not (args.data or args.ood)):
+        print("medrl eval: --model and --data (or --ood) are required (or --rescore EVAL_DIR, or --predictions "
+              "FILE)", file=sys.stderr)
         return 2
     try:
         metrics = run_in_folder(args, "medrl eval", lambda: _run_locked(args, judge, common, protocols))
@@ -258,8 +288,8 @@ def run(args) -> int:
               "command to continue.", file=sys.stderr)
         return 3
     except DataError as exc:
-        hint = "" if getattr(args, "skip_invalid", False) or "skip-invalid" in str(exc) else \
-            " (pass --skip-invalid to skip such records)"
+        hint = "" if getattr(args, "skip_invalid", False) or "skip-invalid" in str(exc) or \
+            getattr(args, "predictions", None) else " (pass --skip-invalid to skip such records)"
         print(f"medrl eval: invalid data: {exc}{hint}", file=sys.stderr)
         from medrl.common.exit_codes import Exit
 
@@ -273,7 +303,42 @@ def run(args) -> int:
         return 130
     print_protocol_summary(metrics)
     print(f"report: {args.out}/report.html")
+    if getattr(args, "export", None):
+        return export_only(args)
     return 0
+
+
+def export_only(args) -> int:
+    """``--export FORMAT``: write ``--out``'s outputs in each harness's layout into
+    ``OUT/export/FORMAT/`` (:func:`medrl.eval.interop.export_eval`)."""
+    import sys
+    from pathlib import Path
+
+    from medrl.eval.interop import export_eval
+
+    for fmt in args.export:
+        try:
+            files = export_eval(args.out, fmt, Path(args.out) / "export" / fmt)
+        except FileNotFoundError as exc:
+            print(f"medrl eval: --export: {exc}", file=sys.stderr)
+            return 2
+        for f in files:
+            print(f"export ({fmt}): {f}")
+    return 0
+
+
+def load_predictions(args) -> list:
+    """The --predictions files (:func:`medrl.eval.interop.read_predictions`); --limit keeps the
+    first N rows of each."""
+    from medrl.eval.interop import parse_prediction_args, read_predictions
+
+    out = []
+    for name, path in parse_prediction_args(args.predictions):
+        d = read_predictions(path, getattr(args, "predictions_format", "auto"), name)
+        if args.limit:
+            d.records = d.records[: args.limit]
+        out.append(d)
+    return out
 
 
 def _run_locked(args, judge, common: dict, protocols) -> dict:
@@ -282,6 +347,10 @@ def _run_locked(args, judge, common: dict, protocols) -> dict:
 
     if args.rescore:
         return rescore_run(args.rescore, judge, args.out, **common)
+    if getattr(args, "predictions", None):
+        from medrl.eval.interop import score_predictions
+
+        return score_predictions(load_predictions(args), judge, args.out, **common)
     import sys
 
     datasets = load_datasets(args)
@@ -384,6 +453,8 @@ def dry_run(args, common: dict, protocols) -> int:
         from pathlib import Path
 
         rows = read_rows(Path(args.rescore) / "generations.jsonl")
+    elif getattr(args, "predictions", None):
+        rows = [base_row(rec, d.name, "in", d.outputs[str(rec.id)]) for d in load_predictions(args) for rec in d.records]
     else:
         rows = [base_row(rec, d.name, d.domain, "") for d in load_datasets(args) for rec in d.records]
     price = Price(*args.judge_price) if getattr(args, "judge_price", None) else None

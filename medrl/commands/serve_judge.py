@@ -27,7 +27,14 @@ Hardening: judging runs in --workers threads, so /health always answers; bodies 
 --max-body-mb get 413; malformed or too deeply nested JSON gets 400; a model name other than
 the served one gets 404; more than --max-pending requests at once get 503 (clients retry);
 --api-key-env NAME requires `Authorization: Bearer $NAME` on /v1 (401 otherwise). With
---port 0 the port actually bound is printed. /docs is off unless --docs.
+--port 0 the port actually bound is printed. /docs is off unless --docs. Every request field is
+type-checked (a wrong one gets 400 naming it); a request with both Content-Length and
+Transfer-Encoding gets 400 and its connection is closed.
+
+Binding beyond this machine: a --host that is not a loopback address (0.0.0.0, a LAN address,
+a host name) is refused without --api-key-env, since anyone on the network could use the judge;
+--allow-unauthenticated serves it open anyway, with a warning. With a key the server warns that
+plain HTTP sends the key in clear text (put a TLS proxy in front).
 """
 
 
@@ -61,6 +68,23 @@ def add_arguments(p) -> None:
     p.add_argument("--api-key-env", default=None, metavar="NAME",
                    help="require 'Authorization: Bearer <key>' with the key read from environment variable NAME")
     p.add_argument("--docs", action="store_true", help="serve the interactive API docs at /docs (off by default)")
+    p.add_argument("--allow-unauthenticated", action="store_true",
+                   help="serve without --api-key-env on a --host that is not a loopback address (refused otherwise: "
+                        "anyone who reaches the port could use the judge)")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` binds this machine only (127.0.0.0/8, ::1, "localhost"); any other name
+    or address (0.0.0.0 and :: bind every interface) reaches the network."""
+    import ipaddress
+
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def run(args) -> int:
@@ -79,6 +103,17 @@ def run(args) -> int:
             print(f"medrl serve-judge: --api-key-env {args.api_key_env}: that environment variable is empty or unset",
                   file=sys.stderr)
             return 2
+    if not is_loopback(args.host):
+        if not api_key and not args.allow_unauthenticated:
+            print(f"medrl serve-judge: --host {args.host} is reachable from the network but no --api-key-env is "
+                  "given, so anyone who reaches the port could use this judge; pass --api-key-env NAME (clients "
+                  "send the key as a bearer token), bind 127.0.0.1, or --allow-unauthenticated to serve it open",
+                  file=sys.stderr)
+            return 2
+        print(f"medrl serve-judge: warning: serving on {args.host}, reachable from the network, "
+              + ("over plain HTTP: the bearer key travels in clear text - put a TLS proxy in front" if api_key
+                 else "WITHOUT a key (--allow-unauthenticated): anyone who reaches the port can use this judge"),
+              file=sys.stderr, flush=True)
     if args.max_body_mb <= 0:
         print("medrl serve-judge: --max-body-mb must be positive", file=sys.stderr)
         return 2

@@ -332,6 +332,7 @@ def _run(args) -> int:
     except ValueError as exc:
         print(f"medrl train: {exc}", file=sys.stderr)
         return int(Exit.USAGE)
+    from medrl.common.urls import redact_url
     from medrl.train.pipeline import training_source
 
     # --data, else the recipe's preferred source when present (printed); saved and checked on resume
@@ -339,7 +340,7 @@ def _run(args) -> int:
     resolved = {"recipe": recipe.to_dict(), "run": {
         "model": args.model, "data": args.data, "probe_data": getattr(args, "probe_data", None),
         "data_dir": args.data_dir, "judge": args.judge,
-        "judge_base_url": args.judge_base_url, "judge_images": bool(getattr(args, "judge_images", False)),
+        "judge_base_url": redact_url(args.judge_base_url), "judge_images": bool(getattr(args, "judge_images", False)),
         "limit": args.limit, "lora": args.lora}}
     if args.dry_run:
         return preflight(args, recipe, resolved)
@@ -364,8 +365,7 @@ def _ledger(args, recipe, resolved: dict, out):
     import sys
     from pathlib import Path
 
-    import yaml
-
+    from medrl.common import strict_yaml
     from medrl.common.exit_codes import Exit
 
     cfg_path = out / "config.yaml"
@@ -374,7 +374,7 @@ def _ledger(args, recipe, resolved: dict, out):
         _clear_run(out)
         return None
     if cfg_path.is_file() and _has_run(out):
-        saved = yaml.safe_load(cfg_path.read_text()) or {}
+        saved = strict_yaml.load_file(cfg_path, mapping=True) or {}  # unreadable, tagged, an alias bomb: one line, exit 2
         diffs = config_differences(saved, json.loads(json.dumps(resolved)))
         if diffs:
             print(f"medrl train: {out} holds a run with other settings; refusing to mix them (its checkpoints, "
@@ -617,7 +617,9 @@ def preflight(args, recipe, resolved: dict) -> int:
 
             from medrl.data.fingerprint import data_fingerprint, read_fingerprint
 
-            saved = yaml.safe_load(cfg_path.read_text()) if cfg_path.is_file() else {}
+            from medrl.common import strict_yaml
+
+            saved = strict_yaml.load_file(cfg_path, mapping=True) if cfg_path.is_file() else {}
             diffs = config_differences(saved or {}, json.loads(json.dumps(resolved)))
             if diffs and not args.overwrite:
                 return fail(Exit.USAGE, f"{out} holds a run with other settings:\n  " + "\n  ".join(diffs)

@@ -39,8 +39,9 @@ TABLE = [
     (Exit.OK, "success"),
     (Exit.FAILED, "the command ran, and the check it makes failed (`audit-rewards --strict`, `judge-bench` gates)"),
     (Exit.USAGE, "usage error: a bad option, recipe key or `--set` value (the message names the key and file), a "
-                 "key given twice in a YAML file (its line is named), or a value the trainer would reject "
-                 "(`grpo.seed=-1`, `--limit -5`)"),
+                 "key given twice in a YAML file (its line is named), YAML refused by the strict loader (an alias bomb, "
+                 "a `!!python` tag, an unreadable file - a recipe, a `--set` value or a run folder's `config.yaml`, "
+                 "named), or a value the trainer would reject (`grpo.seed=-1`, `--limit -5`)"),
     (Exit.JUDGE_AUTH, "the judge endpoint refused the API key (scored rows are kept; fix the key and rerun)"),
     (Exit.DATA, "data error: dataset not found (the folders searched are listed), an invalid record (file and "
                 "record named), or `train`: the training data changed since the run started (the source is "
@@ -212,6 +213,7 @@ def _classes() -> list[tuple[tuple[str, str], Exit]]:
         (("medrl.common.runlock", "RunLockedError"), Exit.LOCKED),
         (("medrl.data.record", "DataError"), Exit.DATA),
         (("medrl.train.recipes", "RecipeError"), Exit.USAGE),
+        (("medrl.common.strict_yaml", "ConfigFileError"), Exit.USAGE),
         (("medrl.eval.runner", "EvalFolderMismatch"), Exit.USAGE),
     ]
 

@@ -240,6 +240,8 @@ def parse_set(items: list[str] | None) -> dict[str, Any]:
     a tuple)."""
     import yaml
 
+    from medrl.common import strict_yaml
+
     known = {f.name: f for f in dataclasses.fields(EffectsConfig)}
     out: dict[str, Any] = {}
     for item in items or []:
@@ -256,7 +258,9 @@ def parse_set(items: list[str] | None) -> dict[str, Any]:
             elif typ.startswith("int"):
                 out[key] = None if raw.strip().lower() in ("none", "null") else int(raw)
             else:
-                out[key] = yaml.safe_load(raw)
+                out[key] = strict_yaml.load(raw, name=f"--set {key}")
+        except yaml.YAMLError as exc:
+            raise ValueError(f"--set {item[:200]!r}: {exc}") from None
         except ValueError:
             raise ValueError(f"--set {item!r}: {key} takes a {typ}") from None
     return out

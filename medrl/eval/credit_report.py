@@ -132,13 +132,33 @@ def _mean(xs: Sequence[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
+#: What the position plot says when no run logged a step it can place.
+NO_POSITION_DATA = ("No data: no wrong-answer rollout (R_ans <= tau) with a non-zero A_i and reasoning steps "
+                    "was logged, so no step can be placed")
+
+
+def has_position_data(profiles: Mapping[str, dict]) -> bool:
+    """Whether any run has a step to draw in :func:`plot_position_profile`."""
+    return any(prof["points"] for prof in profiles.values())
+
+
 def plot_position_profile(profiles: Mapping[str, dict], path: str | Path) -> Path:
     """Two panels per run: mean token advantage per p_k bin (all steps of wrong-answer rollouts),
-    and invalid/valid steps' advantage / |A_i| by p_k with the -e^(1-p) reference."""
+    and invalid/valid steps' advantage / |A_i| by p_k with the -e^(1-p) reference. With no step
+    to draw, both panels say so (:data:`NO_POSITION_DATA`) instead of showing empty frames."""
     from medrl.eval.plots import _plt, _save
 
     plt = _plt()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
+    if not has_position_data(profiles):
+        for ax in (ax1, ax2):
+            ax.text(0.5, 0.5, "no data:\nno wrong-answer rollout with steps\nand a non-zero advantage was logged",
+                    ha="center", va="center", fontsize=11, color="#a33", transform=ax.transAxes)
+            ax.set_xticks([])
+            ax.set_yticks([])
+        ax1.set_title("Mean token advantage per step (wrong-answer rollouts)", fontsize=9)
+        ax2.set_title("Step token advantage / |A_i| by p_k (wrong-answer rollouts)", fontsize=9)
+        return _save(fig, path)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for c, (name, prof) in zip(colors * 4, profiles.items()):
         xs = [b["p_mean"] for b in prof["bins"] if b["mean"] is not None]
@@ -201,9 +221,43 @@ def _step_color(valid) -> str:
     return "#999" if valid is None else ("#2ca02c" if valid else "#d62728")
 
 
+def character_pieces(row: dict) -> list[dict]:
+    """The rollout's tokens grouped into pieces of whole characters, in order: ``{"start",
+    "end", "tokens": [indices]}``.
+
+    Byte-level tokenizers split one character (an accent, an arrow, a CJK character, an emoji)
+    over several tokens: their offsets all cover that character (the fast tokenizer's mapping),
+    or the first covers it and the others are empty (decoding prefixes). Shown token by token,
+    the character would appear once per token, or its bytes as U+FFFD; grouped, it appears once
+    with its tokens' mean advantage. An empty piece at the end of the text (EOS) stays a token
+    of its own."""
+    text_len = len(row["text"])
+    pieces: list[dict] = []
+    for t, (a, b) in enumerate(row["offsets"]):
+        a, b = int(a), int(b)
+        last = pieces[-1] if pieces else None
+        if last is not None and ((a < last["end"] and b > a) or (b <= a and a < text_len)):
+            last["tokens"].append(t)  # the same character again, or the rest of its bytes
+            last["end"] = max(last["end"], b)
+            continue
+        pieces.append({"start": a, "end": max(a, b), "tokens": [t]})
+    return pieces
+
+
+def _piece_html(piece: str) -> str:
+    """A piece of text for the shaded view: escaped; bytes that are no character (U+FFFD, a
+    completion cut inside a character) shown as a labelled box, not as the replacement sign."""
+    if not piece:
+        return '<span style="font-size:.7em;color:#555">[eos]</span>'
+    parts = piece.split("\ufffd")
+    box = ('<span style="font-size:.7em;color:#555;border:1px dotted #999" title="bytes that are no whole '
+           'character (a character cut by the generation limit, or invalid UTF-8)">[bytes]</span>')
+    return box.join(html.escape(p) for p in parts)
+
+
 def rollout_text_html(row: dict, vmax: float) -> str:
-    """The completion with every token shaded by its advantage and steps marked."""
-    e = html.escape
+    """The completion with every character piece (:func:`character_pieces`) shaded by its
+    tokens' advantage and steps marked."""
     starts = {}
     for k, s in enumerate(row.get("steps") or []):
         if s.get("token_start") is not None and s.get("token_end", 0) > s["token_start"]:
@@ -211,17 +265,22 @@ def rollout_text_html(row: dict, vmax: float) -> str:
     step_of = {t: s for _, s in starts.values() for t in range(s["token_start"], s["token_end"])}
     out = []
     text = row["text"]
-    for t, ((a, b), v) in enumerate(zip(row["offsets"], row["token_advantages"])):
-        if t in starts:
-            k, s = starts[t]
-            mark = "?" if s.get("valid") is None else ("\u2713" if s["valid"] else "\u2717")
-            out.append(f'<span style="font-size:.7em;font-weight:bold;color:#fff;background:{_step_color(s.get("valid"))};'
-                       f'border-radius:3px;padding:0 .25em;margin:0 .15em">{k + 1}{mark}</span>')
-        piece = text[a:b] if b > a else ""
-        shown = e(piece) if piece else '<span style="font-size:.7em;color:#555">[eos]</span>'
-        s = step_of.get(t)
+    adv = row["token_advantages"]
+    for piece in character_pieces(row):
+        toks = piece["tokens"]
+        for t in toks:
+            if t in starts:
+                k, s = starts[t]
+                mark = "?" if s.get("valid") is None else ("\u2713" if s["valid"] else "\u2717")
+                out.append(f'<span style="font-size:.7em;font-weight:bold;color:#fff;background:{_step_color(s.get("valid"))};'
+                           f'border-radius:3px;padding:0 .25em;margin:0 .15em">{k + 1}{mark}</span>')
+        v = sum(adv[t] for t in toks) / len(toks)
+        shown = _piece_html(text[piece["start"]:piece["end"]])
+        s = next((step_of[t] for t in toks if t in step_of), None)
         under = f";border-bottom:3px solid {_step_color(s.get('valid'))}" if s is not None else ""
-        out.append(f'<span style="background:{token_color(v, vmax)}{under}" title="A={v:+.4f}">{shown}</span>')
+        title = f"A={v:+.4f}" if len(toks) == 1 else \
+            f"A={v:+.4f} (mean of {len(toks)} tokens: " + ", ".join(f"{adv[t]:+.4f}" for t in toks) + ")"
+        out.append(f'<span style="background:{token_color(v, vmax)}{under}" title="{title}">{shown}</span>')
     return ('<div style="flex:3;min-width:0;font-family:Menlo,Consolas,monospace;font-size:.82em;'
             'white-space:pre-wrap;line-height:1.9">' + "".join(out) + "</div>")
 
@@ -336,7 +395,8 @@ def prompt_markdown(item: dict) -> str:
 def add_credit_section(rep: Report, rows_by_run: Mapping[str, Sequence[dict]], fig_dir: str | Path, *,
                        max_prompts: int = 6, max_rollouts: int | None = None) -> dict:
     """Add the legend, the shaded rollouts and the position plot to ``rep``; returns the
-    summary (``vmax``, per-run ``rows``/``wrong_rows``/``profile`` bins, ``prompts`` shown)."""
+    summary (``vmax``, per-run ``rows``/``wrong_rows``/``profile`` bins, ``prompts`` shown,
+    ``position_data``: whether the plot has a step to show - else it and the report say "no data")."""
     vmax = color_scale(rows_by_run)
     items = select_prompts(rows_by_run, max_prompts, max_rollouts)
     rep.html(legend_html(vmax), f"Token advantages share one colour scale, |A| <= {vmax:.3f} "
@@ -345,21 +405,28 @@ def add_credit_section(rep: Report, rows_by_run: Mapping[str, Sequence[dict]], f
         rep.html(prompt_html(item, vmax), prompt_markdown(item))
     profiles = {name: position_profile(rows) for name, rows in rows_by_run.items()}
     fig = plot_position_profile(profiles, Path(fig_dir) / "credit_by_position.png")
-    rep.figure(fig, "Wrong-answer rollouts (R_ans <= tau): left, mean token advantage of a step by its relative "
-                    "position p_k; right, each step's advantage / |A_i|, with MRPO's -e^(1-p) for invalid steps "
-                    "(GRPO gives every token A_i, so its steps lie at A_i / |A_i|: +1 or -1 by the sign of "
-                    "A_i; the dotted line marks -1).")
-    rep.table(["Run", "p_k bin", "Steps", "Mean token advantage", "Invalid steps", "Invalid: A / |A_i|",
-               "Valid steps", "Valid: A / |A_i|"],
-              [[name, b["bin"], b["n"], fmt(b["mean"]), b["n_invalid"], fmt(b["invalid_scaled"]),
-                b["n_valid"], fmt(b["valid_scaled"])] for name, p in profiles.items() for b in p["bins"]],
-              "Steps of wrong-answer rollouts with non-zero A_i, by relative position p_k = (k-1)/(K-1).")
+    data = has_position_data(profiles)
+    if not data:  # a frame without points would look like a failed plot: say why it is empty
+        rep.paragraph(NO_POSITION_DATA + " (the rollouts above were all right, unscored, had A_i = 0 or no steps); "
+                      "log more rollouts (`algorithm.log_credit_every`) or train longer.", note=True)
+        rep.figure(fig, NO_POSITION_DATA + ".")
+    else:
+        rep.figure(fig, "Wrong-answer rollouts (R_ans <= tau): left, mean token advantage of a step by its relative "
+                        "position p_k; right, each step's advantage / |A_i|, with MRPO's -e^(1-p) for invalid steps "
+                        "(GRPO gives every token A_i, so its steps lie at A_i / |A_i|: +1 or -1 by the sign of "
+                        "A_i; the dotted line marks -1).")
+        rep.table(["Run", "p_k bin", "Steps", "Mean token advantage", "Invalid steps", "Invalid: A / |A_i|",
+                   "Valid steps", "Valid: A / |A_i|"],
+                  [[name, b["bin"], b["n"], fmt(b["mean"]), b["n_invalid"], fmt(b["invalid_scaled"]),
+                    b["n_valid"], fmt(b["valid_scaled"])] for name, p in profiles.items() for b in p["bins"]],
+                  "Steps of wrong-answer rollouts with non-zero A_i, by relative position p_k = (k-1)/(K-1).")
     return {
         "vmax": vmax,
         "runs": {name: {"rows": len(rows), "wrong_rows": sum(1 for r in rows if is_wrong(r)),
                         "steps_logged": sorted({int(r.get("step") or 0) for r in rows}),
                         "profile": profiles[name]["bins"]} for name, rows in rows_by_run.items()},
         "prompts": [{"key": i["key"], "step": i["step"], "paired": i["paired"]} for i in items],
+        "position_data": data,
     }
 
 
@@ -395,6 +462,6 @@ def _run_name(run: str | Path) -> str:
 
 
 __all__ = [
-    "add_credit_section", "color_scale", "credit_report", "load_credit", "plot_position_profile",
+    "add_credit_section", "character_pieces", "color_scale", "credit_report", "load_credit", "plot_position_profile",
     "position_profile", "select_prompts", "step_points", "token_color",
 ]

@@ -37,8 +37,9 @@ def _nan(v):
 
 def accuracy_bars(names: Sequence[str], means: Sequence[float | None], lows: Sequence[float | None],
                   highs: Sequence[float | None], path: str | Path, ylabel: str = "Judged accuracy (%)",
-                  title: str = "Judged accuracy per dataset (95% bootstrap CI)") -> Path:
-    """Bar chart of a metric per dataset with CI error bars (values in [0, 1], shown in %)."""
+                  title: str = "Judged accuracy per dataset (95% Wilson score CI)") -> Path:
+    """Bar chart of a metric per dataset with CI error bars (values in [0, 1], shown in %); the
+    title names how the intervals were made (:func:`medrl.eval.report.interval_name`)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(max(4.5, 1.2 * len(names) + 2), 3.6))
     m = [100 * _nan(v) for v in means]

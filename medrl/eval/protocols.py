@@ -200,9 +200,13 @@ def _step_share(row: dict) -> Any:
 # --------------------------------------------------------------------------- protocols
 @dataclass(frozen=True)
 class Metric:
+    """A protocol's metric: ``pct`` shows it x100; ``proportion`` says each output's value is a
+    correct/wrong verdict (Wilson's interval) rather than a continuous score (the bootstrap)."""
+
     key: str
     label: str
     pct: bool = True
+    proportion: bool = True
 
 
 @dataclass(frozen=True)
@@ -355,7 +359,7 @@ MRPO = _register(Protocol(
     prompt="medrl.judges.prompts.answer_correct(check='paper') and medrl.judges.prompts.verify_steps(step_prompt='paper')",
     metrics=(Metric("accuracy", "Accuracy (%)"),
              Metric("accuracy_answered", "Accuracy, answered only (%) (MRPO script's denominator)"),
-             Metric("valid_steps", "Valid steps (%)")),
+             Metric("valid_steps", "Valid steps (%)", proportion=False)),
     main="accuracy", tasks_fn=_mrpo_tasks, values_fn=_mrpo_values, open_only=True, average="pooled",
 ))
 
@@ -393,7 +397,7 @@ MEDIX = _register(Protocol(
                 "sees the final answer only (reasoning stripped); macro AVG over benchmarks",
     prompt="medrl.judges.prompts.grade(rubric='binary'|'report')",
     metrics=(Metric("score", "Score (x100)"), Metric("accuracy", "Accuracy (%)"),
-             Metric("rubric", "Report rubric (0-5)", pct=False)),
+             Metric("rubric", "Report rubric (0-5)", pct=False, proportion=False)),
     main="score", tasks_fn=_medix_tasks, values_fn=_medix_values, scopes=("text", "vlm", "all"),
 ))
 
@@ -405,7 +409,7 @@ ARMED = _register(Protocol(
                 "in-domain / out-of-domain (HSS and accuracy mixed, as Table 1); judged accuracy of "
                 "open questions beside it",
     prompt="HSS: no judge (medrl.rewards.hss); judged accuracy: medrl.judges.prompts.answer_correct",
-    metrics=(Metric("score", "ARMed score (x100)"), Metric("hss", "HSS (x100)"),
+    metrics=(Metric("score", "ARMed score (x100)", proportion=False), Metric("hss", "HSS (x100)", proportion=False),
              Metric("accuracy", "Acc. MCQ (%)"), Metric("judged_accuracy", "Judged acc. open (%)")),
     main="score", tasks_fn=_armed_tasks, values_fn=_armed_values, needs_text_metrics=True,
 ))
@@ -450,13 +454,13 @@ def _group_value(row: dict, group: str) -> str | None:
     return str(v).strip() if v not in (None, "") else None
 
 
-def _ci(values: list, **boot) -> dict:
-    """Mean and interval of the scored values: Wilson's interval for 0/1 scores (a proportion;
-    a bootstrap of 0 of n collapses to [0, 0]), the bootstrap otherwise (:func:`medrl.eval.stats.score_ci`)."""
+def _ci(values: list, proportion: bool = True, **boot) -> dict:
+    """Mean and interval of the scored values: Wilson's interval for a proportion (a bootstrap of
+    0 of n collapses to [0, 0]), the bootstrap for a continuous score (:func:`medrl.eval.stats.score_ci`)."""
     from medrl.eval.stats import score_ci
 
     vals = [v for v in values if v is not None]
-    ci = score_ci(vals, **boot)
+    ci = score_ci(vals, proportion=proportion, **boot)
     ci["unscored"] = len(values) - len(vals)
     return ci
 
@@ -501,13 +505,14 @@ def summarize_protocol(rows: Sequence[dict], name: str, *, n_boot: int = 1000, a
     for r in rows:
         by_ds.setdefault(r.get("dataset", ""), []).append((r, p.row_metrics(r)))
     keys = [m.key for m in p.metrics]
+    proportion = {m.key: m.proportion for m in p.metrics}
     datasets: dict[str, dict] = {}
     for ds, items in by_ds.items():
         metrics = {}
         for k in keys:
             vals = [m[k] for _, m in items if k in m]
             if vals:
-                metrics[k] = _ci(vals, **boot)
+                metrics[k] = _ci(vals, proportion[k], **boot)
         groups: dict[str, dict] = {}
         for g in p.groups:
             labelled = [(str(_group_value(r, g)), m) for r, m in items if _group_value(r, g) is not None and m]
@@ -519,7 +524,7 @@ def summarize_protocol(rows: Sequence[dict], name: str, *, n_boot: int = 1000, a
                 for k in keys:
                     vals = [m[k] for v, m in labelled if v == value and k in m]
                     if vals:
-                        cell[k] = _ci(vals, **boot)
+                        cell[k] = _ci(vals, proportion[k], **boot)
                 per[value] = cell
             groups[g] = per
         datasets[ds] = {"n": len(items), "counted": sum(1 for _, m in items if m),
@@ -538,13 +543,14 @@ def summarize_protocol(rows: Sequence[dict], name: str, *, n_boot: int = 1000, a
                       if k in datasets[n]["metrics"]}
                 gs = {n: v for n, v in gs.items() if v}
                 if gs:
-                    mm = fn(gs, **boot)
+                    mm = fn(gs, **boot, **({"proportion": proportion[k]} if how == "pooled" else {}))
                     mm["datasets"] = sorted(gs)
                     scope_m[k] = mm
             if scope_m:
                 averages[how][scope] = scope_m
     return {"protocol": p.name, "paper": p.paper, "description": p.description, "prompt": p.prompt,
-            "metrics": [{"key": m.key, "label": m.label, "pct": m.pct} for m in p.metrics], "main": p.main,
+            "metrics": [{"key": m.key, "label": m.label, "pct": m.pct, "proportion": m.proportion}
+                        for m in p.metrics], "main": p.main,
             "average": p.average, "datasets": datasets, "macro": averages["macro"], "pooled": averages["pooled"],
             "headline": averages[p.average]}
 

@@ -5,7 +5,7 @@ Layout of an eval folder (``--out``)::
     config.json        what was evaluated (model, datasets, generation settings, judge)
     generations.jsonl  one row per record as soon as its batch is generated (full output kept)
     outputs.jsonl      the same rows scored (judge verdicts, step verdicts, text metrics)
-    metrics.json       per-dataset and macro metrics with bootstrap CIs, judge accounting
+    metrics.json       per-dataset and macro metrics with 95% intervals (each names its method), judge accounting
     report.md / report.html / figures/*.png
     samples.jsonl      with ``samples=n`` (``medrl eval --samples n``): n sampled outputs per
     samples_scored.jsonl  record (keys ``dataset:id#j``) and their verdicts, for pass@k
@@ -465,6 +465,8 @@ def trained_completion_length(model: str | Path) -> tuple[int | None, str | None
     Returns ``(length, path of the config)`` or ``(None, None)`` for a hub id or a foreign folder."""
     import yaml
 
+    from medrl.common import strict_yaml
+
     p = Path(model)
     if not p.is_dir():
         return None, None
@@ -473,8 +475,8 @@ def trained_completion_length(model: str | Path) -> tuple[int | None, str | None
         if not cfg.is_file():
             continue
         try:
-            data = yaml.safe_load(cfg.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
+            data = strict_yaml.load(cfg.read_text(encoding="utf-8"), name=cfg) or {}
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
             raise ValueError(f"{cfg}: cannot read the training config ({exc}); pass --max-new-tokens") from None
         recipe = data.get("recipe") if isinstance(data, dict) else None
         if not isinstance(recipe, dict):

@@ -47,6 +47,9 @@ RUBRICS = ("binary", "report")
 TEXT_METRICS = ("rouge1", "bleu1", "bertscore", "cosine", "hss")
 #: Every score key a scored row may carry, in report order.
 SCORE_KEYS = ("judge_binary", "judge_report", "judge_answer", "judge_answer_h1", "exact") + TEXT_METRICS
+#: Scores that are a correct/wrong verdict per output (a proportion: Wilson's interval); the
+#: others are continuous (the bootstrap), even when every value happens to be 0 or 1.
+PROPORTION_KEYS = ("judge_binary", "judge_answer", "judge_answer_h1", "exact")
 
 
 
@@ -339,7 +342,9 @@ def step_valid_flags(row: dict) -> list[bool] | None:
 
 def summarize_scores(rows: Sequence[dict], *, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
                      protocols: Sequence[str] = ()) -> dict:
-    """Per-dataset means with bootstrap CIs, and macro averages (in-domain, out-of-domain, all).
+    """Per-dataset means with 95% intervals (Wilson's for the proportions of
+    :data:`PROPORTION_KEYS`, the bootstrap for continuous scores; ``method`` names it), and macro
+    averages (in-domain, out-of-domain, all; stratified bootstrap).
 
     MediX-R1 Sec. 3 "Scoring": dataset-level means and macro averages across benchmarks; MRPO
     Table 2 reports per-benchmark accuracy and their average (AVG). Unscored values (None) are
@@ -363,7 +368,7 @@ def summarize_scores(rows: Sequence[dict], *, n_boot: int = 1000, alpha: float =
             if not present:
                 continue
             vals = [r["scores"][key] for r in present if r["scores"][key] is not None]
-            ci = score_ci(vals, n_boot=n_boot, alpha=alpha, seed=seed)
+            ci = score_ci(vals, n_boot=n_boot, alpha=alpha, seed=seed, proportion=key in PROPORTION_KEYS)
             ci["unscored"] = len(present) - len(vals)
             metrics[key] = ci
         verified = [r for r in rs if r.get("step_verdicts") is not None]

@@ -78,12 +78,26 @@ def _binary(x: np.ndarray) -> bool:
     return x.size > 0 and bool(np.all((x == 0) | (x == 1)))
 
 
-def score_ci(values: Sequence[float], n_boot: int = 1000, alpha: float = 0.05, seed: int = 0) -> dict:
-    """The interval a report shows for a mean score: Wilson's (:func:`proportion_ci`) when every
-    score is 0 or 1 (accuracy: a bootstrap of 0 of 10 would say [0, 0]), else :func:`mean_ci`.
-    ``{"mean", "low", "high", "n", "method"}``."""
+#: How each interval was made, as reports name it (``method`` of a summary).
+METHOD_NAMES = {"wilson": "Wilson score", "bootstrap": "percentile bootstrap",
+                "stratified bootstrap": "stratified percentile bootstrap"}
+
+
+def score_ci(values: Sequence[float], n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+             proportion: bool | None = None) -> dict:
+    """The interval a report shows for a mean score, ``{"mean", "low", "high", "n", "method"}``.
+
+    ``proportion=True`` (a correct/wrong verdict per output: accuracy, exact match): Wilson's
+    interval (:func:`proportion_ci`; a bootstrap of 0 of 10 would say [0, 0]). ``False`` (a
+    continuous score: ROUGE, BLEU, BERTScore, cosine, HSS, a rubric): the percentile bootstrap
+    (:func:`mean_ci`), even when every value happens to be 0 or 1 - a proportion's interval
+    would claim "ROUGE-1 0.000 [0.000, 0.324]" for a score that is 0 on every output. ``None``:
+    Wilson's when every value is 0 or 1, else the bootstrap (for callers that do not know). A
+    "proportion" holding other values (a tie of judge rounds, 0.5) is no count: the bootstrap."""
     x = np.asarray(list(values), dtype=float)
-    if _binary(x):
+    if proportion is None or proportion:
+        proportion = _binary(x)
+    if proportion:
         out = proportion_ci(int(x.sum()), int(x.size), alpha=alpha)
         return {"mean": out["mean"], "low": out["low"], "high": out["high"], "n": out["n"], "method": "wilson"}
     return {**mean_ci(x, n_boot=n_boot, alpha=alpha, seed=seed), "method": "bootstrap"}
@@ -91,10 +105,10 @@ def score_ci(values: Sequence[float], n_boot: int = 1000, alpha: float = 0.05, s
 
 def honest_interval(summary: Mapping[str, Any] | None, alpha: float = 0.05) -> Mapping[str, Any] | None:
     """A ``{"mean", "low", "high", "n"}`` summary of a *proportion* with Wilson's interval in
-    place of a bootstrap one. A summary made before :func:`score_ci` existed (a bootstrap of
-    0/1 scores, collapsed at 0 of n) is recomputed from its mean and n; other summaries (no n,
-    a mean that is no k/n) are returned as they are."""
-    if not summary or summary.get("method") == "wilson" or summary.get("mean") is None:
+    place of a bootstrap one. A summary made before :func:`score_ci` existed (no ``method``: a
+    bootstrap of 0/1 scores, collapsed at 0 of n) is recomputed from its mean and n; a summary
+    that names its method, and others (no n, a mean that is no k/n), are returned as they are."""
+    if not summary or summary.get("method") or summary.get("mean") is None:
         return summary
     n = summary.get("n")
     if not isinstance(n, int) or n <= 0:
@@ -134,7 +148,7 @@ def macro_mean_ci(
     m = float(np.mean([a.mean() for a in arrays]))
     n = int(sum(a.size for a in arrays))
     if n_boot <= 0 or all(a.size < 2 for a in arrays):
-        return {"mean": m, "low": m, "high": m, "n_groups": len(arrays), "n": n}
+        return {"mean": m, "low": m, "high": m, "n_groups": len(arrays), "n": n, "method": "stratified bootstrap"}
 
     # a one-element group cannot be resampled by SciPy; it is constant in every replicate anyway
     fixed = sum(float(a[0]) for a in arrays if a.size < 2)
@@ -145,7 +159,7 @@ def macro_mean_ci(
         return (np.sum([np.mean(s, axis=axis) for s in samples], axis=0) + fixed) / k
 
     lo, hi = _percentile_ci(varying, macro, n_boot, alpha, seed, paired=False)
-    return {"mean": m, "low": lo, "high": hi, "n_groups": len(arrays), "n": n}
+    return {"mean": m, "low": lo, "high": hi, "n_groups": len(arrays), "n": n, "method": "stratified bootstrap"}
 
 
 def macro_average(means: Sequence[float]) -> float:
@@ -168,24 +182,29 @@ def pooled_average(means: Sequence[float], sizes: Sequence[int]) -> float:
 
 
 def pooled_mean_ci(
-    groups: Mapping[str, Sequence[float]], n_boot: int = 1000, alpha: float = 0.05, seed: int = 0
+    groups: Mapping[str, Sequence[float]], n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    proportion: bool | None = None,
 ) -> dict:
     """Pooled (sample-weighted) average over datasets with a stratified percentile bootstrap CI
-    (each replicate resamples every dataset within itself, so dataset sizes are kept).
+    (each replicate resamples every dataset within itself, so dataset sizes are kept); for a
+    proportion (``proportion=True``, or None and every value 0 or 1) Wilson's interval of the
+    pooled count, as :func:`score_ci`.
 
-    Returns ``{"mean", "low", "high", "n_groups", "n"}`` like :func:`macro_mean_ci`."""
+    Returns ``{"mean", "low", "high", "n_groups", "n", "method"}`` like :func:`macro_mean_ci`."""
     arrays = [np.asarray(list(v), dtype=float) for v in groups.values()]
     arrays = [a for a in arrays if a.size]
     if not arrays:
         return {"mean": None, "low": None, "high": None, "n_groups": 0, "n": 0}
     n = int(sum(a.size for a in arrays))
     m = float(sum(a.sum() for a in arrays) / n)
-    if all(_binary(a) for a in arrays):  # pooled accuracy: one proportion over every output
+    if proportion is None:
+        proportion = all(_binary(a) for a in arrays)
+    if proportion and all(_binary(a) for a in arrays):  # pooled accuracy: one proportion over every output
         out = proportion_ci(int(sum(a.sum() for a in arrays)), n, alpha=alpha)
         return {"mean": m, "low": out["low"], "high": out["high"], "n_groups": len(arrays), "n": n,
                 "method": "wilson"}
     if n_boot <= 0 or all(a.size < 2 for a in arrays):
-        return {"mean": m, "low": m, "high": m, "n_groups": len(arrays), "n": n}
+        return {"mean": m, "low": m, "high": m, "n_groups": len(arrays), "n": n, "method": "stratified bootstrap"}
     fixed = sum(float(a[0]) for a in arrays if a.size < 2)
     varying = tuple(a for a in arrays if a.size >= 2)
 
@@ -193,7 +212,7 @@ def pooled_mean_ci(
         return (np.sum([np.sum(s, axis=axis) for s in samples], axis=0) + fixed) / n
 
     lo, hi = _percentile_ci(varying, pooled, n_boot, alpha, seed, paired=False)
-    return {"mean": m, "low": lo, "high": hi, "n_groups": len(arrays), "n": n}
+    return {"mean": m, "low": lo, "high": hi, "n_groups": len(arrays), "n": n, "method": "stratified bootstrap"}
 
 
 # --------------------------------------------------------------------------- paired statistics

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from medrl.eval import analysis as A
 from medrl.eval import plots
-from medrl.eval.report import Report, ci_cell, fmt
+from medrl.eval.report import Report, ci_cell, fmt, interval_name, interval_note
 from medrl.eval.scoring import SCORE_KEYS, output_correct, step_valid_flags
 from medrl.common.jsonl import read_jsonl, write_jsonl
 from medrl.eval.protocols import MRPO_PROTOCOLS, answer_key
@@ -53,7 +53,9 @@ def eval_report(out_dir: Path, rows: Sequence[dict], metrics: dict) -> tuple[Pat
     rep.paragraph(f"Judge: {judge}; rubrics: {', '.join(cfg.get('rubrics', []))}; "
                   f"generation: {json.dumps(cfg.get('generation', {}))}. "
                   "The judge saw only the final answer, never the reasoning (MediX-R1 Sec. 3). "
-                  "Cells show mean [95% bootstrap CI].")
+                  "Cells show mean [95% interval]; each table names how its intervals were made: Wilson's score "
+                  "interval for shares of correct outputs, a percentile bootstrap for continuous scores, a "
+                  "stratified bootstrap for averages over datasets.")
     if cfg.get("rescored_from"):
         rep.paragraph(f"Re-scored from {cfg['rescored_from']} without regenerating (MRPO App. B.2).")
     if cfg.get("judge"):  # which judge scored this, and how far it was measured to agree with humans
@@ -78,7 +80,9 @@ def eval_report(out_dir: Path, rows: Sequence[dict], metrics: dict) -> tuple[Pat
         truncated = d.get("truncated", 0) if d.get("truncation_known", 1) else "?"
         body.append([name, d["domain"], d["n"], fmt(d["well_formed"], pct=True), truncated]
                     + [ci_cell(d["metrics"].get(k), k in _PCT_KEYS) for k in keys] + [unscored])
-    rep.table(header, body, "Truncated: outputs cut off at the generation limit "
+    note = interval_note([(_METRIC_NAMES[k], [d["metrics"].get(k) for d in metrics["datasets"].values()],
+                           k in _PCT_KEYS) for k in keys])
+    rep.table(header, body, note + " Truncated: outputs cut off at the generation limit "
               f"({cfg.get('generation', {}).get('max_new_tokens', '?')} new tokens) with no closing answer tag; "
               "they are scored as they are (usually wrong) - raise --max-new-tokens if there are many "
               "(? = the generator did not say how it stopped). Unscored judge verdicts are excluded from the "
@@ -93,17 +97,20 @@ def eval_report(out_dir: Path, rows: Sequence[dict], metrics: dict) -> tuple[Pat
         mbody = [[scope_name[s], ", ".join(sorted({n for k in m for n in m[k].get("datasets", [])}))]
                  + [ci_cell(m.get(k), k in _PCT_KEYS) for k in keys] for s, m in metrics["macro"].items()]
         rep.table(["Scope", "Datasets"] + [_METRIC_NAMES[k] for k in keys], mbody,
-                  "Mean of the dataset means; CI from a stratified bootstrap.")
+                  "Mean of the dataset means. " + interval_note(
+                      [(_METRIC_NAMES[k], [m.get(k) for m in metrics["macro"].values()], k in _PCT_KEYS)
+                       for k in keys]))
     fig_dir = out_dir / "figures"
     acc_key = "judge_binary" if "judge_binary" in keys else ("hss" if "hss" in keys else None)
     if acc_key:
         names = list(metrics["datasets"])
         ms = [metrics["datasets"][n]["metrics"].get(acc_key, {}) for n in names]
+        how = interval_name(ms, acc_key in _PCT_KEYS)
         fig = plots.accuracy_bars(names, [m.get("mean") for m in ms], [m.get("low") for m in ms],
                                   [m.get("high") for m in ms], fig_dir / f"{acc_key}_per_dataset.png",
                                   ylabel=_METRIC_NAMES[acc_key].replace(" (%)", "") + " (%)",
-                                  title=f"{_METRIC_NAMES[acc_key].replace(' (%)', '')} per dataset (95% bootstrap CI)")
-        rep.figure(fig, f"{_METRIC_NAMES[acc_key]} per dataset with 95% bootstrap confidence intervals.")
+                                  title=f"{_METRIC_NAMES[acc_key].replace(' (%)', '')} per dataset (95% {how} CI)")
+        rep.figure(fig, f"{_METRIC_NAMES[acc_key]} per dataset with 95% {how} confidence intervals.")
     if metrics.get("pass_at_k", {}).get("ks"):
         _pass_at_k_section(rep, metrics["pass_at_k"], out_dir / "figures")
     steps = [(n, d["steps"]) for n, d in metrics["datasets"].items()]
@@ -156,7 +163,8 @@ def _protocol_sections(rep: Report, protocols: dict, fig_dir: Path, judge_images
         bars = [(f"{ds} {m['key']}", d["metrics"][m["key"]])
                 for ds, d in p["datasets"].items() for m in ms if m["pct"] and m["key"] in d["metrics"]]
         rep.heading(f"Protocol `{name}`: {p['description']}")
-        rep.paragraph(f"Paper: {p['paper']}. Judge prompt: {p['prompt']}. Cells: mean [95% bootstrap CI].")
+        rep.paragraph(f"Paper: {p['paper']}. Judge prompt: {p['prompt']}. Cells: mean [95% interval], the "
+                      "method named under each table.")
         if name == "mrpo" and not judge_images:
             rep.paragraph("MRPO's judge saw the image (App. H.1-H.2); this judge read text only (an openai: "
                           "judge on a vision-language endpoint gets the images by default under --protocol mrpo; "
@@ -166,15 +174,18 @@ def _protocol_sections(rep: Report, protocols: dict, fig_dir: Path, judge_images
             unscored = sum(c.get("unscored", 0) for c in d["metrics"].values())
             body.append([ds, d["domain"], d["n"], d["counted"], d.get("truncated", 0)]
                         + [ci_cell(d["metrics"].get(m["key"]), m["pct"]) for m in ms] + [unscored])
+        note = interval_note([(m["label"], [d["metrics"].get(m["key"]) for d in p["datasets"].values()], m["pct"])
+                              for m in ms])
         rep.table(["Dataset", "Domain", "N", "Scored", "Truncated"] + [m["label"] for m in ms] + ["Unscored"], body,
-                  "Scored: outputs this protocol counts (mrpo: open-ended questions only). Truncated: scored "
+                  note + " Scored: outputs this protocol counts (mrpo: open-ended questions only). Truncated: scored "
                   "outputs cut off at the generation limit with no closing answer tag (scored as they are). "
                   "Unscored judge verdicts are left out of the mean and counted.")
         if bars and any(c.get("mean") is not None for _, c in bars):
+            how = interval_name([c for _, c in bars], True)
             fig = plots.accuracy_bars([b for b, _ in bars], [c.get("mean") for _, c in bars],
                                       [c.get("low") for _, c in bars], [c.get("high") for _, c in bars],
                                       fig_dir / f"protocol_{_safe(name)}.png", ylabel="%",
-                                      title=f"{name}: per dataset (95% bootstrap CI)")
+                                      title=f"{name}: per dataset (95% {how} CI)")
             rep.figure(fig, f"Protocol {name}: {', '.join(m['label'] for m in ms if m['pct'])} per dataset.")
         if len(p["datasets"]) > 1 and p.get("macro"):
             paper_avg = p.get("average", "macro")
@@ -184,9 +195,11 @@ def _protocol_sections(rep: Report, protocols: dict, fig_dir: Path, judge_images
                     avg_rows.append([_SCOPE_NAMES.get(sc, sc), how + (" (paper)" if how == paper_avg else ""),
                                      ", ".join(sorted({n for c in mm.values() for n in c.get("datasets", [])}))]
                                     + [ci_cell(mm.get(m["key"]), m["pct"]) for m in ms])
+            cells = [mm for how in ("macro", "pooled") for mm in (p.get(how) or {}).values()]
             rep.table(["Scope", "Average", "Datasets"] + [m["label"] for m in ms], avg_rows,
                       f"{name}: the paper's average is {_AVERAGE_NAMES[paper_avg]}; the other is shown for "
-                      "comparison. CIs from a stratified bootstrap.")
+                      "comparison. " + interval_note([(m["label"], [c.get(m["key"]) for c in cells], m["pct"])
+                                                      for m in ms]))
         for ds, d in p["datasets"].items():
             for g, per in d.get("groups", {}).items():
                 if len(per) < 2:

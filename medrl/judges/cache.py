@@ -52,10 +52,16 @@ IDENTITY_FIELDS = ("endpoint", "model", "prompt_version", "answer_format")
 def cache_identity(identity: dict[str, Any] | None) -> dict[str, Any] | None:
     """The part of a judge's ``identity()`` that decides its verdicts: the endpoint, the model,
     the prompt version and the answer format. Two judges differing in any of them never share a
-    cached verdict (a verdict of one endpoint must not answer for another)."""
+    cached verdict (a verdict of one endpoint must not answer for another). The endpoint is
+    taken without credentials or query secrets (:func:`medrl.common.urls.redact_url`): a key
+    never depends on, nor carries, a password or token."""
     if not identity:
         return None
-    return {k: identity.get(k) for k in IDENTITY_FIELDS}
+    from medrl.common.urls import redact_url
+
+    out = {k: identity.get(k) for k in IDENTITY_FIELDS}
+    out["endpoint"] = redact_url(out["endpoint"])
+    return out
 
 
 def cache_key(model: str, messages: list[dict], params: dict[str, Any],

@@ -15,7 +15,16 @@ What makes ~100K calls per epoch affordable and safe:
 
 The API key is read from the environment variable ``api_key_env``; it never appears in a log line
 or in an error message (every message is passed through :meth:`OpenAIJudge._sanitise`). Local
-servers need no key ("EMPTY" is sent).
+servers need no key ("EMPTY" is sent). A password or token inside ``base_url``
+(``http://user:pw@host/v1``, ``?token=...``) is sent to the endpoint but never written or logged:
+the judge's ``endpoint``, its identity (eval folders, cache keys) and its messages carry the URL
+redacted by :func:`medrl.common.urls.redact_url`. A query in ``base_url`` is sent with every
+request (``default_query``), not glued into the request path.
+
+Redirects are never followed: an endpoint answering 301/302/303/307/308 makes the request
+unscored (never cached) with an error naming the configured URL and the redirect's target. A
+verdict from a server the user did not name must not be scored, nor cached under the named
+endpoint, where it would answer for the honest server later.
 
 All requests run on one event loop owned by the judge (a daemon thread), so the HTTP client,
 the semaphore and the in-flight table are shared by every caller - TRL's reward loop,
@@ -52,11 +61,14 @@ from medrl.judges.replies import (
     parse_yes_no,
 )
 from medrl.common.text import clean_obj, clean_text
+from medrl.common.urls import origin, redact_logged_urls, redact_url, redact_urls_in, url_secrets, without_query
 from medrl.types import Verdict
 
 log = logging.getLogger("medrl.judges")
 
 _SECRETISH = re.compile(r"(sk-[A-Za-z0-9_\-]{6,}|Bearer\s+[^\s\"',}]+)", re.IGNORECASE)
+#: HTTP statuses of a redirect: never followed (module docstring), the request is unscored.
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
 #: Default longest side, in pixels, of an image sent to the judge (downscaled, JPEG).
 IMAGE_MAX_SIDE = 768
 # reasoning models reject an explicit temperature
@@ -132,10 +144,12 @@ class OpenAIJudge:
                     "or pass base_url for a local OpenAI-compatible server"
                 )
             key = "EMPTY"
-        self._secrets = [key] if key != "EMPTY" and len(key) >= 4 else []
+        self._secrets = ([key] if key != "EMPTY" and len(key) >= 4 else []) + url_secrets(base_url)
         self.api_key_env = api_key_env
         self.model = model
         self.base_url = base_url
+        #: ``base_url`` as it may be written or logged: no password, no query secrets
+        self.endpoint = redact_url(base_url) or "https://api.openai.com/v1"
         self.name = name or f"openai:{model}"
         self.stats = JudgeStats()
         self.concurrency = max(1, int(concurrency))
@@ -173,7 +187,11 @@ class OpenAIJudge:
         # keyed by what decides the verdicts (endpoint, model, prompt version, answer format): a
         # verdict of one judge never answers for another
         self.cache = JudgeCache(cache_path, namespace=self.identity())
-        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=key, max_retries=0, timeout=self.timeout)
+        url, query = without_query(base_url) if base_url else (base_url, {})
+        redact_logged_urls("httpx", "httpx2")  # HTTP clients log every request's URL at INFO
+        self._client = openai.AsyncOpenAI(base_url=url, api_key=key, max_retries=0, timeout=self.timeout,
+                                          default_query=query or None,
+                                          http_client=openai.DefaultAsyncHttpxClient(follow_redirects=False))
         self._openai = openai
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -195,7 +213,7 @@ class OpenAIJudge:
 
     def identity(self) -> dict[str, Any]:
         """What decides this judge's verdicts, for eval folders (never the key itself)."""
-        return {"spec": self.name, "endpoint": self.base_url or "https://api.openai.com/v1", "model": self.model,
+        return {"spec": self.name, "endpoint": self.endpoint, "model": self.model,
                 "prompt_version": source_version(prompts), "answer_format": self.answer_format,
                 "images": self.images, "image_max_side": self.image_max_side if self.images else None}
 
@@ -219,14 +237,14 @@ class OpenAIJudge:
                 self._auth_failed(exc)
             if exc.status_code in (400, 404, 415, 422):
                 raise ValueError(
-                    f"judge {self.name} at {self.base_url or 'api.openai.com'} refused a request with an image "
+                    f"judge {self.name} at {self.endpoint} refused a request with an image "
                     f"(HTTP {exc.status_code}: {self._sanitise(str(exc))}); serve a vision-language judge "
                     "or turn judge images off (no --judge-images / judge.images: false)") from None
         except Exception as exc:  # noqa: BLE001 - outages are handled per call, not here
             log.warning("judge %s: image probe failed (%s); continuing", self.name, self._sanitise(str(exc)))
 
     def __repr__(self) -> str:
-        return f"OpenAIJudge(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency})"
+        return f"OpenAIJudge(model={self.model!r}, base_url={self.endpoint!r}, concurrency={self.concurrency})"
 
     # ------------------------------------------------------------------ the six tasks
     async def answer_correct(self, question: str, reference: str, prediction: str, *, image: Any = None,
@@ -467,6 +485,8 @@ class OpenAIJudge:
             retryable, what = True, f"timeout after {self.timeout:g}s (--judge-timeout)"
         elif isinstance(exc, oa.APIConnectionError):
             retryable, what = True, f"connection error ({exc})"
+        elif isinstance(exc, oa.APIStatusError) and status in REDIRECTS:
+            retryable, what = False, self._redirect_error(exc)
         elif isinstance(exc, oa.APIStatusError):
             retryable = status in (408, 409, 429) or (status or 0) >= 500
             what = f"HTTP {status}: {exc}"
@@ -476,10 +496,26 @@ class OpenAIJudge:
             retryable, what = False, f"{type(exc).__name__}: {exc}"
         return retryable, self._sanitise(what), retry_after
 
+    def _redirect_error(self, exc: BaseException) -> str:
+        """The one-line error of a redirect answer: both URLs (redacted), and why it is not followed."""
+        response = getattr(exc, "response", None)
+        status = getattr(exc, "status_code", None)
+        asked = str(getattr(getattr(response, "request", None), "url", "") or self.endpoint)
+        target = (response.headers.get("location") if response is not None else None) or "(no Location header)"
+        from urllib.parse import urljoin
+
+        target = urljoin(asked, target) if "://" in asked else target
+        where = ("another server" if "://" in target and origin(target) != origin(asked)
+                 else "another address on the same server")
+        return (f"HTTP {status} redirect from {redact_url(asked)} to {redact_url(target)} ({where}); medrl never "
+                "follows a judge redirect (its verdict would be scored and cached as this endpoint's) - point "
+                "--judge-base-url at the server that should judge")
+
     def _sanitise(self, text: str, cap: bool = True) -> str:
-        """``text`` with the API key and anything that looks like a key or bearer token masked;
-        cut to 500 characters when ``cap``. Used on every error, log line and stored raw reply."""
-        text = str(text)
+        """``text`` with the API key, the secrets of ``base_url`` and anything that looks like a
+        key or bearer token masked, and every URL in it redacted; cut to 500 characters when
+        ``cap``. Used on every error, log line and stored raw reply."""
+        text = redact_urls_in(str(text))
         for s in self._secrets:
             text = text.replace(s, "***")
         text = _SECRETISH.sub("***", text)
@@ -489,7 +525,7 @@ class OpenAIJudge:
         """HTTP 401/403: every later request would fail the same way, so stop the run now."""
         status = getattr(exc, "status_code", None)
         what = "authentication failed" if status == 401 else "permission denied"
-        where = self.base_url or "api.openai.com"
+        where = self.endpoint
         if self.api_key_env and self._secrets:
             hint = f"check the API key in the environment variable {self.api_key_env}"
         elif self.api_key_env:

@@ -29,6 +29,13 @@ is closed (:func:`server_config`; uvicorn has no such limit, so a client sending
 at a time would hold its socket for ever). With ``api_key`` every ``/v1`` request needs
 ``Authorization: Bearer <key>`` (constant-time comparison) or gets 401. The interactive API
 docs (``/docs``, ``/openapi.json``) are off unless ``docs=True``.
+
+Every field of a chat request is type-checked (:class:`ChatRequest`: ``"model": ["a"]``, a
+message whose content is a number, ``"max_tokens": "5"``, ...) and a wrong one gets 400 naming
+the field, never a 500. A request with ambiguous framing - ``Content-Length`` together with
+``Transfer-Encoding``, or two different ``Content-Length`` values - gets 400 and its connection is
+closed (:class:`FramingGuard`): the two lengths would disagree on where the body ends, and a
+second request hidden in the body would be answered too (request smuggling).
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ from typing import Any, Iterator
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from medrl.judges import prompts
@@ -262,6 +270,97 @@ def _parse_json(raw: bytes) -> Any:
         raise ValueError("request body is nested too deeply") from None
 
 
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")  # fields this server does not read are passed over
+
+
+class ContentPart(_Open):
+    """One part of a message's content list (OpenAI's ``{"type": "text", "text": ...}`` or
+    ``{"type": "image_url", "image_url": {...}}``)."""
+
+    type: StrictStr
+    text: StrictStr | None = None
+    image_url: dict | StrictStr | None = None
+
+
+class ChatMessage(_Open):
+    role: StrictStr
+    content: StrictStr | list[ContentPart] | None = None
+    name: StrictStr | None = None
+
+
+_Number = StrictInt | StrictFloat
+
+
+class ChatRequest(_Open):
+    """The fields of an OpenAI chat-completion request this server reads or knows, each with its
+    type; a request that breaks one gets 400 naming it (fields it does not know are ignored)."""
+
+    model: StrictStr | None = None
+    messages: list[ChatMessage] = Field(min_length=1)
+    max_tokens: StrictInt | None = Field(None, ge=1)
+    max_completion_tokens: StrictInt | None = Field(None, ge=1)
+    stream: StrictBool | None = None
+    n: StrictInt | None = Field(None, ge=1)
+    temperature: _Number | None = Field(None, ge=0)
+    top_p: _Number | None = Field(None, ge=0, le=1)
+    presence_penalty: _Number | None = None
+    frequency_penalty: _Number | None = None
+    seed: StrictInt | None = None
+    stop: StrictStr | list[StrictStr] | None = None
+    user: StrictStr | None = None
+    response_format: dict | None = None
+    chat_template_kwargs: dict | None = None
+
+
+def _field_error(exc: ValidationError) -> str:
+    """One line naming the wrong field of a chat request (``messages[0].content``): the deepest
+    one when a value fits none of a field's types (the most specific complaint)."""
+    fields = {f for m in (ChatRequest, ChatMessage, ContentPart) for f in m.model_fields}
+
+    def path_of(err: dict) -> str:
+        path = ""
+        for part in err.get("loc", ()):  # field names and list indices; union members ("str", "int") are skipped
+            if isinstance(part, int):
+                path += f"[{part}]"
+            elif part in fields:
+                path += ("." if path else "") + part
+        return path
+
+    err = max(exc.errors(), key=lambda e: len(path_of(e)))
+    path = path_of(err)
+    got = err.get("input")
+    shown = type(got).__name__ if isinstance(got, (dict, list)) else repr(got)[:60]
+    return f"field {path or 'request'!r}: {err.get('msg', 'invalid value')} (got {shown})"
+
+
+class FramingGuard:
+    """ASGI middleware: a request whose length is ambiguous - ``Content-Length`` together with
+    ``Transfer-Encoding``, or several ``Content-Length`` values that differ - gets 400 with
+    ``Connection: close``, before its body is read, and the connection is closed after the
+    answer, so nothing hidden after its body is read as another request (RFC 9112, Sec. 6.3)."""
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope.get("type") == "http":
+            headers = [(k.lower(), v) for k, v in scope.get("headers", [])]
+            lengths = {v.strip() for k, v in headers if k == b"content-length"}
+            chunked = any(k == b"transfer-encoding" for k, v in headers)
+            if (chunked and lengths) or len(lengths) > 1:
+                why = ("Content-Length together with Transfer-Encoding" if chunked
+                       else "two different Content-Length values")
+                body = json.dumps({"error": {"message": f"ambiguous request framing ({why}); send one of them",
+                                             "type": "invalid_request_error", "code": 400}}).encode()
+                await send({"type": "http.response.start", "status": 400,
+                            "headers": [(b"content-type", b"application/json"), (b"connection", b"close"),
+                                        (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
 def create_app(backend: Any, *, model_name: str | None = None, latency: float = 0.0, workers: int = 4,
                max_body_bytes: int = MAX_BODY_BYTES, max_pending: int = 256, api_key: str | None = None,
                docs: bool = False, body_timeout: float = BODY_TIMEOUT, max_per_client: int = MAX_PER_CLIENT):
@@ -281,6 +380,7 @@ def create_app(backend: Any, *, model_name: str | None = None, latency: float = 
         app = FastAPI(title="medrl judge server")
     else:
         app = FastAPI(title="medrl judge server", docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_middleware(FramingGuard)
     app.state.requests = 0
     app.state.pending = 0
     app.state.per_client = {}
@@ -362,6 +462,10 @@ def create_app(backend: Any, *, model_name: str | None = None, latency: float = 
             messages = body.get("messages") if isinstance(body, dict) else None
             if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
                 return error(400, "'messages' must be a non-empty list of message objects")
+            try:  # every field's type: a wrong one is the client's error (400 naming it), never a 500
+                ChatRequest.model_validate(body)
+            except ValidationError as exc:
+                return error(400, _field_error(exc))
             messages = clean_obj(messages)  # lone surrogates (valid as JSON escapes) -> U+FFFD
             if not getattr(backend, "reads_images", False) and any(
                     isinstance(m.get("content"), list) and any(isinstance(p, dict) and p.get("type") == "image_url"

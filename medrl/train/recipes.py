@@ -137,7 +137,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     if not path or path[0] not in SECTIONS:
         hint = did_you_mean(path[0], SECTIONS) if path else ""
         raise RecipeError(f"override {text!r}: the key must start with one of {', '.join(SECTIONS)}{hint}")
-    from medrl.train import strict_yaml
+    from medrl.common import strict_yaml
 
     try:  # a key given twice in the value is refused; `!replace` marks a whole-section replacement
         value = strict_yaml.load(raw) if raw.strip() else None
@@ -161,7 +161,7 @@ def _set_path(d: dict, path: list[str], value: Any) -> None:
 
 
 def _read_yaml(path: Path) -> dict:
-    from medrl.train import strict_yaml
+    from medrl.common import strict_yaml
 
     try:  # a key given twice at any depth is refused with its line (yaml.safe_load keeps the last)
         data = strict_yaml.without_markers(strict_yaml.load(path.read_text(), name=path))
@@ -211,7 +211,7 @@ def load_recipe(
     raw = _with_profile(path, raw, profile, check_trl)
     overrides = list(overrides or [])
     origin: dict[tuple, str] = {}
-    from medrl.train.strict_yaml import Replacement, section_replacement
+    from medrl.common.strict_yaml import Replacement, section_replacement
 
     for text in overrides:
         keys, value = parse_override(text)

@@ -136,16 +136,91 @@ def test_bad_input_names_file_line_and_field(tmp_path, capsys):
     assert "not found" in capsys.readouterr().err
 
 
+BYTE_TEXT = "<think>Das Herz é vergrößert → 中文 😀.</think><answer>cardiomegaly</answer>"
+
+
+def _byte_level_row(text: str = BYTE_TEXT, offsets=None) -> dict:
+    """A credit row of a byte-level BPE tokenizer (the tiny test models'), offsets as the
+    trainer computes them: several tokens cover one character (é, ö, ß, →, 中, 😀)."""
+    from medrl.answers.completion import completion_token_offsets
+    from medrl.models.tiny import DEFAULT_TEXTS, _train_tokenizer
+
+    if offsets is None:
+        tok = _train_tokenizer(list(DEFAULT_TEXTS), 600)
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        offsets = completion_token_offsets(tok, text, ids)
+    steps = completion_steps(text)
+    spans = step_token_spans(text, steps, offsets)
+    adv = [-0.5 - 0.01 * i for i in range(len(offsets))]
+    return rollout_row(text=text, offsets=offsets, token_advantages=adv, advantage=-0.5, steps=steps,
+                       step_token_spans=spans, step_valid=[False] * len(steps), rewards={"mrpo_answer": 0.0},
+                       r_ans=0.0, step=1, estimator="mrpo", tau=0.6, rollout=0, group=0, record_id="b1",
+                       question="Which finding?", reference="cardiomegaly")
+
+
+def test_byte_level_tokens_of_one_character_render_as_that_character_once():
+    """é, →, 中 and 😀 are several byte-level tokens each: the view shows each character once
+    (not once per token, not U+FFFD), shaded with its tokens' mean advantage; an empty piece
+    inside the text (prefix decoding gives the rest of a character's bytes no characters) joins
+    the character before it instead of showing as [eos]; a completion cut inside a character is
+    a labelled [bytes] box."""
+    from medrl.eval.credit_report import character_pieces, rollout_text_html
+
+    row = _byte_level_row()
+    assert len(row["offsets"]) > len(character_pieces(row))  # some characters are several tokens
+    shown = re.sub(r"<[^>]+>", "", rollout_text_html(row, 1.0)).replace("&lt;", "<").replace("&gt;", ">")
+    shown = re.sub(r"\d+[\u2713\u2717?]", "", shown)  # the step markers
+    assert shown == BYTE_TEXT and "\ufffd" not in shown and "[eos]" not in shown
+    pieces = {row["text"][p["start"]:p["end"]]: p["tokens"] for p in character_pieces(row)}
+    assert len(pieces["😀"]) == 4 and len(pieces["中"]) == 3  # 4 and 3 UTF-8 bytes
+    html = rollout_text_html(row, 1.0)
+    assert "mean of 4 tokens" in html
+    # prefix-decoding offsets: the first byte's token holds the character, the next one is empty
+    text = "é ok"
+    decoded = _byte_level_row(text, offsets=[(0, 1), (1, 1), (1, 2), (2, 4), (4, 4)])
+    assert [text[p["start"]:p["end"]] for p in character_pieces(decoded)] == ["é", " ", "ok", ""]
+    assert rollout_text_html(decoded, 1.0).count("[eos]") == 1  # only the end of the text
+    cut = _byte_level_row("ok \ufffd", offsets=[(0, 2), (2, 3), (3, 4)])
+    assert "[bytes]" in rollout_text_html(cut, 1.0) and "\ufffd" not in rollout_text_html(cut, 1.0)
+
+
+def test_a_position_plot_without_data_says_so(tmp_path):
+    """Only right answers logged: no step to place, so the plot and the report say "No data"
+    rather than showing two empty frames."""
+    rows = [_row("mrpo", 1, 0, "r1", "cardiomegaly", 0.8, [True, True], 1.0)]
+    (tmp_path / "ok").mkdir()
+    write_jsonl(tmp_path / "ok" / "credit.jsonl", rows)
+    summary = credit_report([tmp_path / "ok"], tmp_path / "rep")
+    assert summary["position_data"] is False
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "*No data: no wrong-answer rollout" in md and "Steps of wrong-answer rollouts with non-zero" not in md
+    from test_report import coloured_pixels
+
+    png = (tmp_path / "rep" / "figures" / "credit_by_position.png").read_bytes()
+    assert coloured_pixels(png) > 200  # the "no data" words are drawn in the frames
+
+
 @pytest.mark.screenshot
 def test_credit_report_renders_shaded_text_in_chromium(tmp_path):
-    """The shaded tokens are visible in headless Chromium: red and blue token backgrounds."""
+    """The shaded tokens are visible in headless Chromium: red and blue token backgrounds; the
+    rendered report has no raw markup, no U+FFFD (byte-level tokens) and no empty plot, and a
+    report without position data says "No data"."""
     import numpy as np
     from PIL import Image
-    from test_report import need_chromium, screenshot
+    from test_report import assert_renders_cleanly, need_chromium, screenshot
 
     need_chromium()
     _runs(tmp_path)
-    credit_report([tmp_path / "grpo", tmp_path / "mrpo"], tmp_path / "rep", names=["GRPO", "MRPO"])
+    with open(tmp_path / "mrpo" / "credit.jsonl", "a") as fh:  # a rollout of byte-level tokens
+        fh.write(json.dumps(_byte_level_row()) + "\n")
+    credit_report([tmp_path / "grpo", tmp_path / "mrpo"], tmp_path / "rep", names=["GRPO", "MRPO"], max_prompts=10)
+    text = assert_renders_cleanly(tmp_path / "rep" / "report.html", tmp_path, height=3000)
+    assert "vergrößert → 中文 😀" in text
+    rows = [_row("mrpo", 1, 0, "r1", "cardiomegaly", 0.8, [True, True], 1.0)]
+    (tmp_path / "ok").mkdir()
+    write_jsonl(tmp_path / "ok" / "credit.jsonl", rows)
+    credit_report([tmp_path / "ok"], tmp_path / "nodata")
+    assert "No data: no wrong-answer rollout" in assert_renders_cleanly(tmp_path / "nodata" / "report.html", tmp_path)
     png = tmp_path / "shot.png"
     screenshot(tmp_path / "rep" / "report.html", png, tmp_path, height=1000)
     img = np.asarray(Image.open(png).convert("RGB")).astype(int)

@@ -9,7 +9,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from medrl.train.strict_yaml import DuplicateKeyError, load
+from medrl.common.strict_yaml import DuplicateKeyError, load
 
 keys = st.text(alphabet="abcdefgh_", min_size=1, max_size=6)
 scalars = st.one_of(st.integers(-5, 5), st.booleans(), st.text(alphabet="xyz ", max_size=5).map(str.strip),
@@ -134,3 +134,87 @@ def test_limit_below_one_is_refused(command, capsys):
         main([command, *args, "--limit", "-5"])
     assert exc.value.code == 2
     assert "--limit: expected a whole number of records >= 1, got '-5'" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ alias bombs and unsafe tags
+def _bomb(levels: int = 9, flow: bool = False) -> str:
+    """Nine levels of nine aliases ("billion laughs"): 9^9 values once expanded."""
+    names = "abcdefghijk"[:levels]
+    parts = [f"&{names[0]} [" + ", ".join(["lol"] * 9) + "]"]
+    parts += [f"&{c} [" + ", ".join([f"*{names[i]}"] * 9) + "]" for i, c in enumerate(names[1:])]
+    if flow:
+        return "[" + ", ".join(parts) + "]"
+    return "".join(f"{c}: {p}\n" for c, p in zip(names, parts))
+
+
+def test_an_alias_bomb_is_refused_in_bounded_time_naming_the_file():
+    import time
+
+    from medrl.common.strict_yaml import YAMLBudgetError
+
+    t = time.monotonic()
+    with pytest.raises(YAMLBudgetError, match=r"bomb.yaml: the YAML expands to more than 100,000 values"):
+        load(_bomb(), name="bomb.yaml")
+    with pytest.raises(YAMLBudgetError, match="recursive alias"):
+        load("a: &a [1, *a]\n")
+    with pytest.raises(YAMLBudgetError, match="nested too deeply"):
+        load("[" * 5000 + "]" * 5000)
+    with pytest.raises(YAMLBudgetError, match="characters of YAML"):
+        load("a: 1\n", max_chars=3)
+    assert time.monotonic() - t < 2.0
+    # aliases a config really uses stay fine, shared as yaml.safe_load shares them
+    small = load(_bomb(levels=3))
+    assert small == yaml.safe_load(_bomb(levels=3)) and len(small["c"]) == 9
+
+
+def test_alias_bombs_in_set_and_a_recipe_file_are_refused_fast(tmp_path, capsys):
+    import time
+
+    from medrl.cli import main
+    from medrl.common.exit_codes import Exit
+
+    t = time.monotonic()
+    assert main(["train", "--recipe", "grpo", "--dry-run", "--set", f"grpo.seed={_bomb(flow=True)}"]) == Exit.USAGE
+    assert "expands to more than 100,000 values" in capsys.readouterr().err
+    recipe = _recipe(tmp_path, "name: mine\nrewards:\n  - name: format\n" + _bomb().replace("a: &a", "x: &a", 1))
+    assert main(["train", "--recipe", str(recipe), "--dry-run"]) == Exit.USAGE
+    err = capsys.readouterr().err
+    assert f"{recipe}" in err and "expands to more than" in err and "Traceback" not in err
+    assert time.monotonic() - t < 4.0  # the recipe loads twice, with the CLI's own start-up
+
+
+@pytest.mark.parametrize("content, said", [
+    (_bomb(), "expands to more than 100,000 values"),
+    ("recipe: !!python/object/apply:os.system ['touch PWNED']\n", "could not determine a constructor"),
+    ("recipe: {a: 1\n", "not a readable settings file"),
+    (b"\xff\xfe garbage", "cannot be read"),
+    ("- just\n- a list\n", "expected a YAML mapping"),
+])
+def test_a_run_folder_whose_config_yaml_cannot_be_read_gets_one_line_naming_it(tmp_path, capsys, monkeypatch,
+                                                                                content, said):
+    """Resuming (or dry-running against) a run folder reads its config.yaml first: a bomb, a
+    python tag (never run), broken YAML, bytes that are no text and a list are one line naming
+    the file and exit 2, in bounded time, not a traceback or a hang."""
+    import time
+
+    from medrl.cli import main
+    from medrl.common.exit_codes import Exit
+
+    from PIL import Image
+
+    monkeypatch.chdir(tmp_path)
+    Image.new("RGB", (16, 16)).save(tmp_path / "ct.png")
+    (tmp_path / "d.jsonl").write_text('{"id": "a", "images": ["ct.png"], "question": "Which organ?", "answer": "liver"}\n')
+    run = tmp_path / "run"
+    (run / "checkpoint-1").mkdir(parents=True)
+    cfg = run / "config.yaml"
+    cfg.write_bytes(content if isinstance(content, bytes) else content.encode())
+    t = time.monotonic()
+    for extra in ([], ["--dry-run"]):
+        code = main(["train", "--recipe", "grpo", "--model", "tiny", "--out", str(run), "--data",
+                     f"jsonl:{tmp_path / 'd.jsonl'}", "--set", "data.require_gold_reasoning=false", *extra])
+        err = capsys.readouterr().err
+        assert code == Exit.USAGE, err
+        assert f"{cfg}" in err and said in err and "Traceback" not in err
+    assert time.monotonic() - t < 4.0
+    assert not (tmp_path / "PWNED").exists() and not (run / "PWNED").exists()

@@ -45,7 +45,13 @@ class DemoConfig:
     eval_batch_size: int = 8
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """The settings as written into the demo folder: the judge URL without its secrets
+        (:func:`medrl.common.urls.redact_url`)."""
+        from medrl.common.urls import redact_url
+
+        d = dataclasses.asdict(self)
+        d["judge_base_url"] = redact_url(d["judge_base_url"])
+        return d
 
 
 #: ``--quick``: the same stages, smaller (fewer steps, records and tokens).
