@@ -19,9 +19,10 @@ What runs (progress is shown for every stage):
      and budget; only the advantage differs (per sequence vs per token, MRPO Eq. 7)
   6-8. greedy evaluation of the warm-up, GRPO and MRPO models on the same test records:
      judged accuracy, HSS, step verification
-  9. phantoms (known truth): GRPO vs MRPO from one warm-up model over 3 seeds on synthetic
-     images, scored exactly by the oracle judge (early-failure share, accuracy, paired
-     difference with its interval and tests; medrl bench effects, docs/effects.md)
+  9. phantoms (known truth): GRPO vs MRPO over 2 seeds on synthetic images, each seed its own
+     records and warm-up model, scored exactly by the oracle judge (early-failure share,
+     accuracy, paired difference with its interval and tests; medrl bench effects,
+     docs/effects.md)
  10. reasoning analysis: First Failure Point stages, FAR curves, paired GRPO-vs-MRPO table
  11. the report: accuracy and HSS with 95% CIs; "What MRPO changed": real rollouts with every
      token shaded by the advantage it got (GRPO and MRPO side by side), advantage by step

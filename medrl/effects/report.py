@@ -88,7 +88,7 @@ def _plot_paired(path: Path, comps: list[tuple[dict, str, str, str]], title: str
     for ax, (c, la, lb, panel) in zip(axes[0], comps):
         for x, y in zip(c["a_values"], c["b_values"]):
             if x is not None and y is not None:
-                ax.plot([0, 1], [100 * x, 100 * y], "-o", color="0.5", alpha=0.7)
+                ax.plot([0, 1], [100 * x, 100 * y], "-o", color="C0", alpha=0.7)
         ax.set_xticks([0, 1], [la, lb], fontsize=7)
         ax.set_ylabel("%")
         ax.set_title(panel, fontsize=8)
