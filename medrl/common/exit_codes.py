@@ -91,6 +91,11 @@ class ModelNotFoundError(FileNotFoundError):
     """``--model`` names no model folder and no cached hub id."""
 
 
+class OutPathError(ValueError):
+    """``--out`` cannot be used: a name too long for the file system, an existing file (or device)
+    where a folder is wanted, a path under a file, or a folder inside another run's folder."""
+
+
 class ModelDamagedError(ValueError):
     """A model folder is there but cannot load: a weights file cut short or missing (the
     message names the file)."""
@@ -205,6 +210,7 @@ def _classes() -> list[tuple[tuple[str, str], Exit]]:
     return [
         (("medrl.common.exit_codes", "ModelNotFoundError"), Exit.MODEL),
         (("medrl.common.exit_codes", "ModelDamagedError"), Exit.MODEL),
+        (("medrl.common.exit_codes", "OutPathError"), Exit.USAGE),
         (("medrl.common.exit_codes", "StorageError"), Exit.STORAGE),
         (("medrl.train.reward_checks", "RewardError"), Exit.REWARD),
         (("medrl.train.checkpoints", "CheckpointError"), Exit.USAGE),
