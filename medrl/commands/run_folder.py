@@ -113,8 +113,8 @@ def out_problem(out, *, kind: str = "folder") -> str | None:
 
 
 def folder_kind(folder) -> str | None:
-    """What ``folder`` holds: "train", "sft" or "eval" (a run of that command, by its lock's
-    holder or its files), "model" (a model folder), or None."""
+    """What ``folder`` holds: "train", "sft" or "eval" (a run of that command, by the lock of the
+    process writing it now or by its files), "model" (a model folder), or None."""
     from pathlib import Path
 
     from medrl.common.runlock import lock_holder
@@ -122,7 +122,7 @@ def folder_kind(folder) -> str | None:
     p = Path(folder)
     if not p.is_dir():
         return None
-    command = str(lock_holder(p).get("command") or "")
+    command = str(lock_holder(p).get("what") or "")
     for name, kind in RUN_COMMANDS.items():
         if command == f"medrl {name}":
             return kind
