@@ -37,6 +37,7 @@ Typical workflow:
                                                     #  optional: medrl sft ... --out runs/warmup)
   medrl eval  --model runs/mrpo --data vqa_rad:test --judge reference --out evals/mrpo
   medrl analyze evals/mrpo                          # FFP / FAR figures and report
+  medrl push runs/mrpo --repo me/mrpo-model         # share the model and its card on the Hub
   medrl demo                                        # all of the above, offline, on real VQA-RAD
 
 Run `medrl <command> --help` for the options of each command.
