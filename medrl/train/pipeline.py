@@ -267,6 +267,7 @@ def train_sft_stage(recipe: Recipe, model: str | os.PathLike, records: Sequence,
     from medrl.train import sft
 
     info = card_info(recipe, model, records, output_dir, card=card)
+    info.pop("metrics", None)  # read after training, by train_sft
 
     return Path(sft.train_sft(
         model=str(model), records=list(records), output_dir=str(output_dir),
