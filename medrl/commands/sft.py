@@ -16,7 +16,8 @@ The run folder (--out) gets:
   runs/                TensorBoard logs  (tensorboard --logdir OUT)
   metrics.jsonl        the same metrics as JSON lines
   checkpoint-N/        resumable checkpoints
-  final/               the trained model (LoRA merged) and processor; `--model OUT` finds it
+  final/               the trained model (LoRA merged) and processor; `--model OUT` finds it; its
+                       README.md is a model card ready for the Hub (medrl push OUT --repo ID)
 
 Examples:
   medrl build-model default --out models/smol-llava

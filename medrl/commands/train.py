@@ -26,7 +26,9 @@ The run folder (--out) gets:
   monitor_summary.json     reward-hacking monitor signals; hacking.jsonl: its alerts with examples
                            (medrl analyze hacking OUT)
   judge_cost.json          judge requests, tokens, cost and cache savings per step, epoch and run
-  final/                   the trained model and processor
+  final/                   the trained model and processor, with a model card ready for the Hugging Face Hub
+                           (README.md: base_model, datasets, key metrics, the command that reproduces the run;
+                           medrl push OUT --repo ID uploads it)
   stages/NN_<name>/        one folder per stage for multi-stage recipes (armed, stepgrpo)
 
 Examples:
