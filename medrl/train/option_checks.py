@@ -71,7 +71,7 @@ def check_call_options(fn: Any, options: dict, where: str, skip: tuple = ()) -> 
 #: recipe's ``grpo`` / ``sft`` sections, so they take no options.
 STAGE_OPTIONS = {
     "knowledge_injection": ("medrl.train.pipeline", "knowledge_injection", ("model", "records", "output_dir",
-                                                                            "judge")),
+                                                                            "judge", "trust_remote_code")),
     "refine": ("medrl.data.curation.refine", "refine_vqa", ("records", "judge", "audit_log")),
     "key_steps": ("medrl.data.curation.key_steps", "extract_key_steps", ("records", "judge", "results_path")),
 }

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from medrl.train.checkpoints import last_checkpoint, resolve_resume
-from medrl.train.recipes import Recipe, build_grpo_config, build_reward_funcs
+from medrl.train.recipes import Recipe, build_grpo_config, build_reward_funcs, policy_load_options
 
 __all__ = ["DEFAULT_TRAIN_DATA", "RLResult", "load_training_records", "training_source", "resolve_resume",
            "train_rl", "train_sft_stage", "finished_run", "knowledge_injection", "key_steps_stage", "refine_stage",
@@ -151,6 +151,27 @@ def load_training_records(recipe: Recipe, data: str | None = None, data_dir: str
     return records
 
 
+def card_info(recipe: Recipe, model, records: Sequence, run_dir, *, lora: bool = False, judge: Any = None,
+              card: dict | None = None, command: str = "train") -> dict:
+    """The model card's ``base_model``, ``datasets``, key ``metrics`` and reproducing ``command``
+    for a stage that trained ``model`` on ``records`` in ``run_dir``, derived from the recipe and
+    the records' sources; ``card`` (what ``medrl train`` knows: the exact command line, the data
+    spec, the run's first model) overrides them."""
+    from medrl.train.model_card import dataset_names, key_metrics, reproduce_command
+    from medrl.train.recipes import RECIPE_DIR
+
+    sources = "+".join(dict.fromkeys(str(r.source) for r in records if getattr(r, "source", None)))
+    shipped = Path(recipe.source).resolve().parent == RECIPE_DIR.resolve()
+    info = {"base_model": str(model), "datasets": dataset_names(sources), "metrics": key_metrics(run_dir),
+            "command": reproduce_command(recipe.name if shipped else Path(recipe.source).name, model, sources or None,
+                                         command=command, profile=recipe.profile, overrides=recipe.overrides,
+                                         lora=lora, judge=getattr(judge, "spec", None) or getattr(judge, "name", None),
+                                         trust_remote_code=bool((recipe.model or {}).get("trust_remote_code")),
+                                         out=run_dir)}
+    info.update({k: v for k, v in (card or {}).items() if v is not None})
+    return info
+
+
 def train_rl(
     recipe: Recipe,
     model: str | os.PathLike,
@@ -165,6 +186,7 @@ def train_rl(
     trainer_cls: Any = None,
     train: bool = True,
     probe_records: Sequence | None = None,
+    card: dict | None = None,
 ) -> RLResult:
     """Train one RL stage of ``recipe`` on ``records`` starting from the model folder ``model``.
 
@@ -173,7 +195,9 @@ def train_rl(
     (benchmarks, tests). The final model and processor are saved to ``output_dir/final``.
     ``probe_records``: held-out records scored at each save when ``grpo.metric_for_best_model`` is
     set; the best checkpoint is kept and copied to ``output_dir/best``
-    (:mod:`medrl.train.best_checkpoint`, MediX-R1 Table 4).
+    (:mod:`medrl.train.best_checkpoint`, MediX-R1 Table 4). ``card``: fields of the model card
+    written with ``final/`` (:func:`medrl.train.model_card.model_card`: ``command``, ``datasets``,
+    ``base_model``) that override what :func:`card_info` derives.
     """
     import medrl.models  # noqa: F401  (registers the image-only processors TRL may reload)
     from medrl.data import to_hf_dataset
@@ -189,7 +213,10 @@ def train_rl(
     extra = {"report_to": recipe.grpo.get("report_to", ["tensorboard"])}
     extra.update(grpo_overrides or {})
     args = build_grpo_config(recipe, out, **extra)
-    policy, processor = load_policy(str(model), lora=lora)
+    load = policy_load_options(recipe)
+    if load["quantization"] and not lora:  # 4-bit weights train only through adapters (QLoRA)
+        lora = True
+    policy, processor = load_policy(str(model), lora=lora, **load)
     from medrl.train.guards import uses_parsed_content
 
     if uses_parsed_content(getattr(processor, "tokenizer", processor)):
@@ -216,16 +243,16 @@ def train_rl(
 
             if trainer.accelerator.is_main_process:
                 save_policy(trainer.accelerator.unwrap_model(trainer.model), processor, final)
-                from medrl.train.model_card import base_model_name, write_model_card
+                from medrl.train.model_card import write_model_card
 
                 used = ", ".join(m.label() for m in trainer.methods)
                 method = (f"{recipe.name} (RL, TRL GRPOTrainer; advantage estimator {recipe.algorithm['advantage']}"
                           + (f"; methods {used})" if used else ")"))
-                write_model_card([out, final], base_model=base_model_name(model), method=method,
-                                 recipe=recipe.name, paper=recipe.paper, data=f"{len(records)} records",
-                                 steps=trainer.state.global_step,
+                write_model_card([out, final], method=method, recipe=recipe.name, paper=recipe.paper,
+                                 data=f"{len(records)} records", steps=trainer.state.global_step,
                                  extra={"rewards": ", ".join(f"{r['name']} x{r.get('weight', 1.0)}"
-                                                             for r in recipe.rewards)})
+                                                             for r in recipe.rewards)},
+                                 **card_info(recipe, model, records, out, lora=bool(lora), judge=judge, card=card))
             trainer.accelerator.wait_for_everyone()
     return RLResult(trainer, out, final)
 
@@ -235,15 +262,18 @@ def train_rl(
 
 
 def train_sft_stage(recipe: Recipe, model: str | os.PathLike, records: Sequence, output_dir: Path,
-                    *, resume: bool | str | None = None) -> Path:
+                    *, resume: bool | str | None = None, card: dict | None = None) -> Path:
     """SFT on ``<think>..</think><answer>..</answer>`` targets with the recipe's ``sft`` options."""
     from medrl.train import sft
+
+    info = card_info(recipe, model, records, output_dir, card=card)
+    info.pop("metrics", None)  # read after training, by train_sft
 
     return Path(sft.train_sft(
         model=str(model), records=list(records), output_dir=str(output_dir),
         prompt_style=recipe.data.get("prompt_style", "think_answer"),
         options={**({"max_pixels": recipe.data["max_pixels"]} if recipe.data.get("max_pixels") else {}), **recipe.sft},
-        resume=resume,
+        resume=resume, load=policy_load_options(recipe), card=info,
     ))
 
 
@@ -251,7 +281,7 @@ def knowledge_injection(model: str | os.PathLike, records: Sequence, output_dir:
                         min_answer_count: int = 5, clusters_per_group: int = 3, max_new_tokens: int = 1024,
                         temperature: float = 0.7, batch_size: int = 8, max_records: int | None = None,
                         prompt_style: str = "think_answer", seed: int = 0, require_correct: bool = True,
-                        correctness: str = "auto", judge: Any = None) -> list:
+                        correctness: str = "auto", judge: Any = None, trust_remote_code: bool = False) -> list:
     """ARMed knowledge-injection set: exemplars + chain of thought written by ``model`` (ARMed-I).
 
     The model's ``<think>`` text becomes ``gold_reasoning`` (the SFT target's reasoning); the
@@ -280,7 +310,7 @@ def knowledge_injection(model: str | os.PathLike, records: Sequence, output_dir:
     )
     if max_records is not None:
         chosen = chosen[:max_records]
-    policy, processor = load_policy(str(model))
+    policy, processor = load_policy(str(model), trust_remote_code=trust_remote_code)
     texts = generate(policy, processor, chosen, max_new_tokens=max_new_tokens, temperature=temperature,
                      batch_size=batch_size, prompt_style=prompt_style, seed=seed)
     parsed = [parse_response(t) for t in texts]
@@ -398,16 +428,18 @@ def run_recipe(
     callbacks: Sequence[Any] = (),
     lora: Any = None,
     probe_records: Sequence | None = None,
+    card: dict | None = None,
 ) -> Path:
     """Run a whole recipe in ``run_dir``; returns the final model folder. ``probe_records``:
-    held-out records for the best-checkpoint score (see :func:`train_rl`)."""
+    held-out records for the best-checkpoint score (see :func:`train_rl`); ``card``: model card
+    fields for every stage's card (``medrl train`` passes its command line)."""
     run = Path(run_dir)
     stages = pipeline_stages(recipe)
     if not stages:
         if recipe.rewards:
             return train_rl(recipe, model, records, run, judge=judge, resume=resume, callbacks=callbacks,
-                            lora=lora, probe_records=probe_records).final_dir
-        return train_sft_stage(recipe, model, records, run, resume=resume)
+                            lora=lora, probe_records=probe_records, card=card).final_dir
+        return train_sft_stage(recipe, model, records, run, resume=resume, card=card)
 
     current = Path(model)
     knowledge_records = None
@@ -433,18 +465,21 @@ def run_recipe(
             records = key_steps_stage(records, judge, folder, **dict(stage.get("options") or {}))
         elif kind == "rl":
             current = train_rl(recipe, current, records, folder, judge=judge, resume=bool(resume) and "last",
-                               callbacks=callbacks, lora=lora, probe_records=probe_records).final_dir
+                               callbacks=callbacks, lora=lora, probe_records=probe_records, card=card).final_dir
         elif kind == "knowledge_injection":
             opts = dict(stage.get("options") or {})
             opts.setdefault("prompt_style", recipe.data.get("prompt_style", "think_answer"))
             opts.setdefault("correctness", recipe.algorithm.get("correctness", "auto"))
-            knowledge_records = knowledge_injection(current, records, folder, judge=judge, **opts)
+            knowledge_records = knowledge_injection(current, records, folder, judge=judge,
+                                                    trust_remote_code=policy_load_options(recipe)["trust_remote_code"],
+                                                    **opts)
         elif kind == "sft":
             sft_records = knowledge_records if knowledge_records is not None else records
             if not sft_records:
                 log.warning("stage %s: no training records (no chain of thought was accepted); the model "
                             "passes on unchanged", name)
             else:
-                current = train_sft_stage(recipe, current, sft_records, folder, resume=bool(resume) and "last")
+                current = train_sft_stage(recipe, current, sft_records, folder, resume=bool(resume) and "last",
+                                          card=card)
         done.write_text(str(current))
     return current

@@ -137,7 +137,8 @@ def explain(recipe: Recipe) -> list[str]:
     methods = run_methods(recipe)
     lines.append("methods (hooks in this order): " + (", ".join(f"{m.label()} ({m.paper})" for m in methods)
                                                       or "none"))
-    for name in ("data", "rewards", "algorithm", "batch", "judge", "encoders", "monitor", "grpo", "sft", "stages"):
+    for name in ("data", "rewards", "algorithm", "batch", "judge", "encoders", "monitor", "model", "grpo", "sft",
+                 "stages"):
         field = RecipeBase.model_fields[name]
         lines += ["", f"{name}:"] + _wrap(field.description or "", -1)
         value = getattr(recipe, name)

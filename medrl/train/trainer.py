@@ -44,6 +44,7 @@ import torch
 from trl import GRPOTrainer
 
 from medrl.methods import MedBatch, Method, compose
+from medrl.train.clock import MonotonicClock
 from medrl.train import callbacks
 from medrl.train.credit import CreditWriter
 from medrl.train.recipes import resolve_algorithm
@@ -80,7 +81,7 @@ def _zero3_init_off():
 # --------------------------------------------------------------------------------------------
 
 
-class MedGRPOTrainer(GRPOTrainer):
+class MedGRPOTrainer(MonotonicClock, GRPOTrainer):
     """``GRPOTrainer`` whose steps call the hooks of the run's methods (:mod:`medrl.methods`).
 
     Extra keyword arguments (everything else goes to ``GRPOTrainer``):

@@ -434,6 +434,10 @@ def test_multi_stage_pipeline_runs_every_stage_and_resumes(name, tiny, records, 
     stages = sorted((tmp_path / "stages").iterdir())
     assert [p.name.split("_", 1)[1] for p in stages] == [s["name"] for s in recipe.stages]
     assert all((p / "DONE").is_file() for p in stages)
+    for card in [p / "final" / "README.md" for p in stages if (p / "final").is_dir()]:  # every final/ is Hub-ready
+        text = card.read_text()
+        assert "datasets:" in text.split("---")[1] and f"medrl train --recipe {name} --model" in text, card
+        assert str(tmp_path) not in text and str(tiny) not in text, card
     model, _ = load_policy(final)
     assert model is not None
     assert run_recipe(recipe, tiny, records, tmp_path, judge=judge, resume=True) == final
