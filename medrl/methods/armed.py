@@ -213,8 +213,8 @@ def knowledge_injection(model: str | os.PathLike, records: Sequence, output_dir:
     return out
 
 
-@register_stage("knowledge_injection", options_of=knowledge_injection, fixed=("model", "records", "output_dir", "judge"),
-                uses_judge=True, help=("ARMed's knowledge injection: the current model writes chains of thought for "
+@register_stage("knowledge_injection", options_of=knowledge_injection,
+                fixed=("model", "records", "output_dir", "judge"), uses_judge=True, help=("ARMed's knowledge injection: the current model writes chains of thought for "
                                        "exemplar questions; the next sft stage trains on the accepted ones"))
 def knowledge_injection_stage(run: StageRun) -> None:
     """The ``knowledge_injection`` stage: :func:`knowledge_injection` with the stage's options

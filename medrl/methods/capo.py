@@ -20,10 +20,10 @@ Read top to bottom:
    The advantage is TRL's group advantage (Eq. 5); the KL loss Eq. 6.
 3. **Hook** ``before_generation``: every prompt's image is corrupted
    (:func:`medrl.data.corruption.corrupt_image`) and rolled out through the run's own generation
-   backend (HF generate or vLLM, :meth:`medrl.methods.StepContext.generate`) without gradient. Pairing: the i-th rollout o_i of a prompt is
-   paired with the i-th corrupted rollout o~_i of the same prompt (both groups have G members in
-   the same order; every row of a group sees the same corrupted image, seeded by record id,
-   ``seed`` and the step). The texts go to ``batch.corrupted_completions`` (the reward reads the
+   backend (HF generate or vLLM, :meth:`medrl.methods.StepContext.generate`) without gradient.
+   Pairing: the i-th rollout o_i of a prompt is paired with the i-th corrupted rollout o~_i of the
+   same prompt (both groups have G members in the same order; every row of a group sees the same
+   corrupted image, seeded by record id, ``seed`` and the step). The texts go to ``batch.corrupted_completions`` (the reward reads the
    column of that name); they are never part of the training batch.
 """
 

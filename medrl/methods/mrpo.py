@@ -256,8 +256,8 @@ class MRPOConfig(MethodConfig):
     answer_reward: str = Field("mrpo_answer", description=(
         "reward of the recipe whose column holds R_ans (Eq. 2), compared with tau"))
     process_reward: str = Field("mrpo_process", description=(
-        "reward of the recipe whose step verdicts shape the tokens (Eq. 3); it must declare the outputs "
-        "'steps' and 'step_verdicts'"))
+        "reward of the recipe whose step verdicts shape the tokens (Eq. 3); its results must carry the step "
+        "outputs 'steps' and 'step_verdicts'"))
     lambda1: float = reward_option(make_mrpo_answer, "lambda1", ge=0.0, description=(
         "MRPO Eq. 2: weight of ROUGE-1 + BLEU-1 in R_ans (option of the mrpo_answer reward)"))
     lambda2: float = reward_option(make_mrpo_answer, "lambda2", ge=0.0, description=(
@@ -281,8 +281,8 @@ class MRPOConfig(MethodConfig):
 @ADVANTAGES.register("mrpo")
 def mrpo_estimator(*, rewards, mask, index, config=None, advantages=None, step_valid=None,
                    step_token_spans=None, reward_names: Sequence[str] = (), **inputs) -> torch.Tensor:
-    """MRPO Eq. 7 (:func:`mrpo_token_advantages`), registered as ``mrpo``: (N,) ``advantages`` A_i -> (N, T) token
-    advantages, T = ``mask.shape[1]``. R_ans: the ``rewards`` column that ``config.answer_reward``
+    """MRPO Eq. 7 (:func:`mrpo_token_advantages`), registered as ``mrpo``: (N,) ``advantages`` A_i
+    -> (N, T) token advantages, T = ``mask.shape[1]``. R_ans: the ``rewards`` column that ``config.answer_reward``
     names in ``reward_names`` ((N,) ``rewards``: R_ans itself). ``config``: ``tau``, ``shaping``,
     ``strategy``, ``answer_reward``. ``advantages`` left out: GRPO's over R_ans and ``index``.
     A rollout without ``step_valid`` / ``step_token_spans`` keeps A_i."""

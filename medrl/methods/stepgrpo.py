@@ -74,7 +74,8 @@ def key_steps_stage(records: Sequence, judge: Any, output_dir: Path, **options: 
     return out
 
 
-@register_stage("key_steps", options_of="medrl.data.curation.key_steps:extract_key_steps", fixed=("records", "judge", "results_path"),
+@register_stage("key_steps", options_of="medrl.data.curation.key_steps:extract_key_steps",
+                fixed=("records", "judge", "results_path"),
                 uses_judge=True, help="StepGRPO's key steps: the judge pre-extracts each record's key steps (StepRAR "
                                       "matches them)")
 def run_key_steps(run: StageRun) -> None:

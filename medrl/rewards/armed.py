@@ -23,7 +23,7 @@ from typing import Sequence
 
 from medrl.rewards import REWARDS
 from medrl.rewards.base import Reward, answer_metric, answer_rows, column, guarded_rows, score_answers, scored_text
-from medrl.rewards.base import document_options, unreadable_rows
+from medrl.rewards.base import ENCODER_HELP, NUM_LAYERS_HELP, document_options, unreadable_rows
 from medrl.types import UNSCORABLE, record_unscorable
 from medrl.rewards.lexical import bleu1, rouge1
 from medrl.rewards.semantic import bertscore_f1, embedding_cosine
@@ -324,9 +324,9 @@ def make_armed_semantic(*, lambda2: float = 0.2, model: str | None = None,
 #: help of the semantic reward's options (ARMed Eq. 4 / 13), shared by the three rewards that take them
 SEMANTIC_OPTION_HELP = dict(
     lambda2="ARMed Eq. 4 / 13: R_s = lambda2 BERTScore + (1 - lambda2) cosine similarity",
-    model="the cosine part's sentence encoder: a local folder or a hub id (None: the offline all-MiniLM-L6-v2; a paper's encoder that is not in the local cache is replaced by it when encoders.substitute allows)",
+    model=f"the cosine part's sentence encoder: {ENCODER_HELP}",
     bertscore_model="the BERTScore part's encoder (None: the offline all-MiniLM-L6-v2)",
-    num_layers="encoder layer whose embeddings BERTScore compares (None: the model's default)")
+    num_layers=NUM_LAYERS_HELP)
 #: help of Adapt()'s options (ARMed Eq. 5-12, Table 3)
 ADAPT_OPTION_HELP = dict(
     rho="ARMed Eq. 5 / Table 3: rewards above rho * T_t enter the history",
@@ -338,7 +338,8 @@ ADAPT_OPTION_HELP = dict(
     eps="ARMed Eq. 10-11 / Table 3: guards the division",
     alpha_pos="ARMed Eq. 12 / Table 3: tanh slope above the threshold",
     alpha_neg="ARMed Eq. 12 / Table 3: tanh slope below the threshold",
-    initial_threshold="T_0, the threshold before any history (not given in the paper; None: the project's choice, see AdaptiveThreshold)")
+    initial_threshold=("T_0, the threshold before any history (not given in the paper; None: the project's choice, "
+                       "see AdaptiveThreshold)"))
 document_options(make_armed_semantic, **SEMANTIC_OPTION_HELP)
 
 

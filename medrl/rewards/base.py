@@ -48,6 +48,12 @@ def reads_column(fn: Any, name: str) -> bool:
     return param is not None and param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY)
 
 
+#: help of an option naming a sentence encoder (the rewards that load one share it)
+ENCODER_HELP = ("a local folder or a hub id (None: the offline all-MiniLM-L6-v2; a paper's encoder that is not in "
+                "the local cache is replaced by it when encoders.substitute allows)")
+#: help of a BERTScore ``num_layers`` option
+NUM_LAYERS_HELP = "encoder layer whose embeddings BERTScore compares (None: the model's default)"
+
 #: help of reward options, ``{factory: {option: help}}`` (:func:`document_options`)
 _OPTION_HELP: dict[Any, dict[str, str]] = {}
 #: options a recipe never sets itself: the run passes them (the run's judge)
@@ -68,7 +74,8 @@ def reward_options_of(factory: Any) -> list[str]:
         params = inspect.signature(factory).parameters.values()
     except (TypeError, ValueError):
         params = ()
-    named = [p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in RUN_OPTIONS]
+    named = [p.name for p in params
+             if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in RUN_OPTIONS]
     if any(p.kind == p.VAR_KEYWORD for p in params):
         named += [k for k in _OPTION_HELP.get(factory, {}) if k not in named]
     return named

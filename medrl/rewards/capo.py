@@ -37,7 +37,7 @@ from medrl.answers.completion import parse_response
 from medrl.rewards import REWARDS
 from medrl.rewards.base import (Reward, column, document_options, guard_correct, parse_all, reference_text, texts_of,
                                unreadable_rows)
-from medrl.rewards.correctness import batch_correct, check_rule
+from medrl.rewards.correctness import CORRECTNESS_OPTION_HELP, batch_correct, check_rule
 from medrl.types import UNSCORABLE  # correctness undecided (judge outage, no reference): excluded
 
 R_DAR, R_PCR, TAU_PCR = 0.8, 0.1, 0.3
@@ -106,8 +106,7 @@ def make_capo_accuracy(*, r_dar: float = R_DAR, rule: str = "normalized_match",
                   rule=rule, threshold=threshold, use_correct_column=use_correct_column)
 
 
-document_options(make_capo_accuracy, r_dar="CAPO Eq. 2: R_DAR of a correct answer", rule="correctness rule without the trainer's column: normalized_match (the one answer decision) or rouge1 (ROUGE-1 >= threshold for an answer the decision does not refuse)",
-                 threshold="ROUGE-1 an answer needs under rule rouge1", use_correct_column="read the trainer's one correctness decision (the correct column, algorithm.correctness); false: decide with rule/threshold inside the reward")
+document_options(make_capo_accuracy, r_dar="CAPO Eq. 2: R_DAR of a correct answer", **CORRECTNESS_OPTION_HELP)
 
 
 @REWARDS.register("capo_perception")
@@ -125,8 +124,7 @@ def make_capo_perception(*, r_dar: float = R_DAR, r_pcr: float = R_PCR, tau: flo
 
 document_options(make_capo_perception, r_dar="CAPO Eq. 3: the R_DAR values compared (as Eq. 2)",
                  r_pcr="CAPO Eq. 3: R_PCR paid when the answer on the clean image beats the corrupted one",
-                 tau="CAPO Eq. 3: R_PCR pays when R_DAR(o) - R_DAR(o~) > tau", rule="correctness rule without the trainer's column: normalized_match (the one answer decision) or rouge1 (ROUGE-1 >= threshold for an answer the decision does not refuse)", threshold="ROUGE-1 an answer needs under rule rouge1",
-                 use_correct_column=("read the trainer's one correctness decision (the correct column, algorithm.correctness); false: decide with rule/threshold inside the reward" " (and corrupted_correct for the corrupted rollouts)"))
+                 tau="CAPO Eq. 3: R_PCR pays when R_DAR(o) - R_DAR(o~) > tau", **CORRECTNESS_OPTION_HELP)
 
 
 make_capo_accuracy.uses_correctness = make_capo_perception.uses_correctness = True

@@ -65,6 +65,16 @@ def normalize_answer(text: str | None) -> str:
     return " ".join(_ARTICLES.sub(" ", t).split())
 
 
+#: help of the options of a reward built on the one correctness decision (CAPO's R_DAR and R_PCR, StepRAR)
+CORRECTNESS_OPTION_HELP = {
+    "rule": ("correctness rule without the trainer's column: normalized_match (the one answer decision) or rouge1 "
+             "(ROUGE-1 >= threshold for an answer the decision does not refuse)"),
+    "threshold": "ROUGE-1 an answer needs under rule rouge1",
+    "use_correct_column": ("read the trainer's one correctness decision (the correct column, algorithm.correctness); "
+                           "false: decide with rule and threshold inside the reward"),
+}
+
+
 def check_rule(rule: str) -> str:
     if rule not in RULES:
         raise ValueError(f"unknown correctness rule {rule!r}; known: {', '.join(RULES)}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from medrl.rewards import REWARDS
-from medrl.rewards.base import Reward, answer_metric, document_options
+from medrl.rewards.base import ENCODER_HELP, Reward, answer_metric, document_options
 from medrl.rewards.lexical import bleu1 as _bleu1
 from medrl.rewards.lexical import rouge1 as _rouge1
 from medrl.rewards.semantic import bertscore_f1, embedding_cosine
@@ -51,5 +51,5 @@ def make_hss(*, model: str | None = None, bertscore_model: str | None = None) ->
     return Reward("hss", answer_metric, metric=hss_scores, model=model, bertscore_model=bertscore_model)
 
 
-document_options(make_hss, model="HSS's sentence encoder for the cosine part: sentence encoder: a local folder or a hub id (None: the offline all-MiniLM-L6-v2; a paper's encoder not in the local cache is replaced by it when encoders.substitute allows)",
+document_options(make_hss, model=f"HSS's sentence encoder for the cosine part: {ENCODER_HELP}",
                  bertscore_model="HSS's BERTScore encoder (None: the offline all-MiniLM-L6-v2)")

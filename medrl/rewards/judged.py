@@ -10,8 +10,8 @@ A row the reward cannot score (the judge failed or its reply did not parse; no r
 answer; the row's own data made scoring fail, logged as a warning) is
 :data:`medrl.types.UNSCORABLE`, never a silent 0 or 1: ``__call__`` returns a
 :class:`medrl.types.RewardResult` - ``None`` for that row in the list TRL takes, the row in its
-``unscorable`` - and the trainer excludes those rollouts (``algorithm.unscorable``). A plain ``None`` from a reward means "not applicable" (TRL), which
-the judged rewards never return. ``fn.sync`` returns ``None`` for unscorable rows. A
+``unscorable`` - and the trainer excludes those rollouts (``algorithm.unscorable``). A plain
+``None`` from a reward means "not applicable" (TRL), which the judged rewards never return. ``fn.sync`` returns ``None`` for unscorable rows. A
 misaligned column and a rejected API key (:class:`medrl.judges.base.JudgeAuthError`) still raise.
 
 The judge is ``judge="reference"`` (offline heuristic, default), ``"openai:<model>"`` with
@@ -35,6 +35,11 @@ from medrl.rewards.medix import clean_answer
 from medrl.types import UNSCORABLE, RewardResult, Step, StepVerdict
 
 log = logging.getLogger(__name__)
+
+
+#: help of the ``judge_options`` option every judged reward takes
+JUDGE_OPTIONS_HELP = ("options of the judge this reward builds when used without the run's judge (base_url, "
+                      "concurrency, timeout, ...; medrl.judges.build_judge)")
 
 
 class JudgedReward:
@@ -250,7 +255,7 @@ def make_medix_llm(*, judge: Any = "reference", judge_options: dict | None = Non
     return MedixLLMReward("medix_llm", judge, judge_options)
 
 
-document_options(make_medix_llm, judge_options="options of the judge this reward builds when used without the run's judge (base_url, concurrency, timeout, ...; medrl.judges.build_judge)")
+document_options(make_medix_llm, judge_options=JUDGE_OPTIONS_HELP)
 
 
 make_medix_llm.uses_correctness = True
@@ -264,7 +269,7 @@ def make_mrpo_process(*, judge: Any = "reference", judge_options: dict | None = 
     return MRPOProcessReward("mrpo_process", judge, judge_options, step_prompt)
 
 
-document_options(make_mrpo_process, judge_options="options of the judge this reward builds when used without the run's judge (base_url, concurrency, timeout, ...; medrl.judges.build_judge)",
+document_options(make_mrpo_process, judge_options=JUDGE_OPTIONS_HELP,
                  step_prompt="the judge's rules for rating steps: paper (MRPO App. H.2's rules only) or hardened "
                              "(adds rules against gaming; medrl.judges.prompts.STEP_PROMPTS)")
 
@@ -283,7 +288,7 @@ def make_capo_consistency(*, judge: Any = "reference", judge_options: dict | Non
     return CAPOConsistencyReward("capo_consistency", judge, judge_options, r_cdr)
 
 
-document_options(make_capo_consistency, judge_options="options of the judge this reward builds when used without the run's judge (base_url, concurrency, timeout, ...; medrl.judges.build_judge)",
+document_options(make_capo_consistency, judge_options=JUDGE_OPTIONS_HELP,
                  r_cdr="CAPO Eq. 1: R_CDR when the judge finds the reasoning leads to the answer")
 
 

@@ -22,7 +22,8 @@ from typing import Sequence
 
 from medrl.answers.completion import split_steps
 from medrl.rewards import REWARDS
-from medrl.rewards.base import Reward, answer_metric, answer_rejection, document_options, parse_all
+from medrl.rewards.base import (ENCODER_HELP, NUM_LAYERS_HELP, Reward, answer_metric, answer_rejection,
+                               document_options, parse_all)
 from medrl.rewards.lexical import bleu1, rouge1
 from medrl.rewards.semantic import bertscore_f1
 
@@ -93,8 +94,7 @@ def make_mrpo_answer(*, model: str | None = None, num_layers: int | None = None,
 
 
 document_options(
-    make_mrpo_answer, model="BERTScore encoder of R_ans (Eq. 2): a local folder or a hub id (None: the offline all-MiniLM-L6-v2; a paper's encoder that is not in the local cache is replaced by it when encoders.substitute allows)",
-    num_layers="encoder layer whose embeddings BERTScore compares (None: the model's default)",
+    make_mrpo_answer, model=f"BERTScore encoder of R_ans (Eq. 2): {ENCODER_HELP}", num_layers=NUM_LAYERS_HELP,
     lambda1="MRPO Eq. 2: weight of ROUGE-1 + BLEU-1 in R_ans", lambda2="MRPO Eq. 2: weight of BERTScore in R_ans")
 
 

@@ -24,7 +24,7 @@ import functools
 from typing import Sequence
 
 from medrl.rewards import REWARDS
-from medrl.rewards.base import Reward, answer_metric, document_options
+from medrl.rewards.base import ENCODER_HELP, NUM_LAYERS_HELP, Reward, answer_metric, document_options
 
 
 def _num_layers_of(model_path: str) -> int | None:
@@ -97,7 +97,8 @@ def make_bertscore(*, model: str | None = None, num_layers: int | None = None,
 
 
 document_options(
-    make_bertscore, model="BERTScore encoder: a local folder or a hub id (None: the offline all-MiniLM-L6-v2)", num_layers="encoder layer whose embeddings BERTScore compares (None: the model's default, 6 for MiniLM)",
+    make_bertscore, model="BERTScore encoder: a local folder or a hub id (None: the offline all-MiniLM-L6-v2)",
+    num_layers=NUM_LAYERS_HELP,
     baseline_path="a BERTScore baseline file: rescale F1 with it (rescale_with_baseline); None: raw F1")
 
 
@@ -107,4 +108,4 @@ def make_embedding_cosine(*, model: str | None = None) -> Reward:
     return Reward("embedding_cosine", answer_metric, metric=embedding_cosine, model=model)
 
 
-document_options(make_embedding_cosine, model="sentence encoder: a local folder or a hub id (None: the offline all-MiniLM-L6-v2; a paper's encoder not in the local cache is replaced by it when encoders.substitute allows)")
+document_options(make_embedding_cosine, model=f"sentence encoder: {ENCODER_HELP}")

@@ -71,8 +71,9 @@ from medrl.answers.clinical.forms import equivalent_forms
 from medrl.answers.clinical.lexicon import NEGATION_WORDS, canonical_text
 from medrl.answers.completion import parse_response, split_steps
 from medrl.rewards import REWARDS
-from medrl.rewards.base import Reward, column, document_options, guard_correct, parse_all, reference_text, texts_of
-from medrl.rewards.correctness import batch_correct, check_rule, normalize_answer
+from medrl.rewards.base import (ENCODER_HELP, Reward, column, document_options, guard_correct, parse_all,
+                               reference_text, texts_of)
+from medrl.rewards.correctness import CORRECTNESS_OPTION_HELP, batch_correct, check_rule, normalize_answer
 
 MATCH_MODES = ("soft", "fuzzy", "substring", "embedding", "r1vl")
 DEFAULT_MATCH_THRESHOLD = {"soft": 0.85, "fuzzy": 0.85, "substring": None, "embedding": 0.7, "r1vl": None}
@@ -394,9 +395,9 @@ document_options(
     match="how a key step counts as matched: soft (normalised forms), fuzzy (character similarity), substring, "
           "embedding (cosine of sentence embeddings) or r1vl (R1-VL's released matching of its ### Step sections)",
     match_threshold="similarity a match needs (None: the mode's default: soft/fuzzy 0.85, embedding 0.7)",
-    model="sentence encoder for match embedding: a local folder or a hub id (None: the offline all-MiniLM-L6-v2; a paper's encoder that is not in the local cache is replaced by it when encoders.substitute allows)",
-    rule="correctness rule without the trainer's column: normalized_match (the one answer decision) or rouge1 (ROUGE-1 >= threshold for an answer the decision does not refuse)", threshold="ROUGE-1 an answer needs under rule rouge1", use_correct_column="read the trainer's one correctness decision (the correct column, algorithm.correctness); false: decide with rule/threshold inside the reward",
-    missing_key_steps="a record without key steps: none (the row is unscorable) or zero (k = 0)")
+    model=f"sentence encoder for match embedding: {ENCODER_HELP}",
+    missing_key_steps="a record without key steps: none (the row is unscorable) or zero (k = 0)",
+    **CORRECTNESS_OPTION_HELP)
 
 
 make_steprar.uses_correctness = True

@@ -29,7 +29,8 @@ from medrl.train.recipe_schema import BUILTIN_STAGES
 from medrl.train.recipes import Recipe, build_grpo_config, build_reward_funcs
 
 __all__ = ["BUILTIN_STAGES", "DEFAULT_TRAIN_DATA", "RLResult", "load_training_records", "training_source",
-           "resolve_resume", "train_rl", "train_sft_stage", "finished_run", "refine_stage", "pipeline_stages", "stages_use_judge",
+           "resolve_resume", "train_rl", "train_sft_stage", "finished_run", "refine_stage", "pipeline_stages",
+           "stages_use_judge",
            "run_recipe"]
 
 log = logging.getLogger(__name__)

@@ -253,7 +253,8 @@ class MedGRPOTrainer(GRPOTrainer):
         if opts.best_checkpoint is not None:
             from medrl.train.best_checkpoint import attach_best_checkpoint
 
-            self.best_checkpoint = attach_best_checkpoint(self, metric=opts.best_checkpoint, probe_records=probe_records)
+            self.best_checkpoint = attach_best_checkpoint(self, metric=opts.best_checkpoint,
+                                                          probe_records=probe_records)
         if opts.mean_band is not None:
             dynamic = {**(dynamic if isinstance(dynamic, dict) else {}), "mean_band": list(opts.mean_band)}
         return dynamic
