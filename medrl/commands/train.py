@@ -507,13 +507,10 @@ def _build_judge(args, recipe, *, probe: bool = False):
     """The run's judge (or None when no reward and no stage asks one), with images, limits, price
     and budget; raises ValueError/RuntimeError with a message for the user. ``probe``: for the
     preflight, with an in-memory cache (its request must reach the endpoint)."""
-    from medrl.train.pipeline import pipeline_stages
+    from medrl.train.pipeline import stages_use_judge
     from medrl.train.recipes import recipe_uses_judge
 
-    # judged stages: VQA refinement, key-step extraction, the correctness check of ARMed's
-    # knowledge-injection chains of thought
-    judged_stages = {"refine", "key_steps", "knowledge_injection"}
-    if not (recipe_uses_judge(recipe) or any(st["kind"] in judged_stages for st in pipeline_stages(recipe))):
+    if not (recipe_uses_judge(recipe) or stages_use_judge(recipe)):
         return None, False, None
     from medrl.judges import build_judge
     from medrl.judges.base import require_image_support

@@ -46,7 +46,7 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from medrl.rewards.base import column, reference_text
+from medrl.rewards.base import column, reads_column, reference_text
 from medrl.rewards.lexical import rouge1
 from medrl.common.text import clean_text
 from medrl.types import ParsedResponse
@@ -63,6 +63,16 @@ def normalize_answer(text: str | None) -> str:
     """Lower case, punctuation and articles removed, whitespace collapsed."""
     t = _NON_WORD.sub(" ", (text or "").lower())
     return " ".join(_ARTICLES.sub(" ", t).split())
+
+
+#: help of the options of a reward built on the one correctness decision (CAPO's R_DAR and R_PCR, StepRAR)
+CORRECTNESS_OPTION_HELP = {
+    "rule": ("correctness rule without the trainer's column: normalized_match (the one answer decision) or rouge1 "
+             "(ROUGE-1 >= threshold for an answer the decision does not refuse)"),
+    "threshold": "ROUGE-1 an answer needs under rule rouge1",
+    "use_correct_column": ("read the trainer's one correctness decision (the correct column, algorithm.correctness); "
+                           "false: decide with rule and threshold inside the reward"),
+}
 
 
 def check_rule(rule: str) -> str:
@@ -318,13 +328,14 @@ def correctness_column(preds, refs, **options: Any) -> list[bool | None]:
 
 
 def uses_correctness(fn: Any) -> bool:
-    """Whether a reward reads the shared ``correct`` column (set by the reward's factory)."""
-    return bool(getattr(fn, "uses_correctness", False))
+    """Whether a reward function reads the shared ``correct`` column: it names ``correct`` among
+    its parameters (:func:`medrl.rewards.base.reads_column`)."""
+    return reads_column(fn, "correct")
 
 
 def uses_corrupted_correctness(fn: Any) -> bool:
-    """Whether a reward reads ``corrupted_correct`` (CAPO R_PCR)."""
-    return bool(getattr(fn, "uses_corrupted_correctness", False))
+    """Whether a reward function reads ``corrupted_correct`` (CAPO R_PCR): it names it."""
+    return reads_column(fn, "corrupted_correct")
 
 
 def _verdict(value, column_name: str, reward: str) -> bool | None:

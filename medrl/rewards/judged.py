@@ -8,10 +8,10 @@ From plain code use ``fn.sync(prompts, completions, **columns)``.
 
 A row the reward cannot score (the judge failed or its reply did not parse; no reference
 answer; the row's own data made scoring fail, logged as a warning) is
-:data:`medrl.types.UNSCORABLE`, never a silent 0 or 1: ``__call__`` hands TRL ``None`` for it and
-lists the rows in ``fn.last_unscorable``, and the trainer excludes those rollouts
-(``algorithm.unscorable``). A plain ``None`` from a reward means "not applicable" (TRL), which
-the judged rewards never return. ``fn.sync`` returns ``None`` for unscorable rows. A
+:data:`medrl.types.UNSCORABLE`, never a silent 0 or 1: ``__call__`` returns a
+:class:`medrl.types.RewardResult` - ``None`` for that row in the list TRL takes, the row in its
+``unscorable`` - and the trainer excludes those rollouts (``algorithm.unscorable``). A plain
+``None`` from a reward means "not applicable" (TRL), which the judged rewards never return. ``fn.sync`` returns ``None`` for unscorable rows. A
 misaligned column and a rejected API key (:class:`medrl.judges.base.JudgeAuthError`) still raise.
 
 The judge is ``judge="reference"`` (offline heuristic, default), ``"openai:<model>"`` with
@@ -29,12 +29,17 @@ from medrl.judges import run_sync, shared_judge
 from medrl.judges.base import JudgeAuthError
 from medrl.answers.completion import completion_steps, parse_response
 from medrl.rewards import REWARDS
-from medrl.rewards.base import column, reference_text, texts_of
+from medrl.rewards.base import column, document_options, reference_text, texts_of
 from medrl.rewards.correctness import decide_correct_async, exact_match, is_closed_question, normalize_answer
 from medrl.rewards.medix import clean_answer
-from medrl.types import UNSCORABLE, Step, StepVerdict, record_unscorable
+from medrl.types import UNSCORABLE, RewardResult, Step, StepVerdict
 
 log = logging.getLogger(__name__)
+
+
+#: help of the ``judge_options`` option every judged reward takes
+JUDGE_OPTIONS_HELP = ("options of the judge this reward builds when used without the run's judge (base_url, "
+                      "concurrency, timeout, ...; medrl.judges.build_judge)")
 
 
 class JudgedReward:
@@ -52,18 +57,18 @@ class JudgedReward:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.__name__!r}, judge={self.judge!r})"
 
-    async def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
+    async def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> RewardResult:
         texts = texts_of(completions)
         before = self.judge.stats.failures
         for name in ("answer", "question", "correct"):  # a misaligned column is a bug: raise, never per row
             self._col(kwargs, name, len(texts))
         rows = await asyncio.gather(*(self._score_row(i, t, kwargs, len(texts)) for i, t in enumerate(texts)))
-        self._finish(rows)
+        outputs = self._outputs(len(rows))
         log_metric = kwargs.get("log_metric")
         if callable(log_metric) and texts:
             log_metric(f"judge/{self.__name__}/unscored_frac", sum(r is UNSCORABLE for r in rows) / len(rows))
             log_metric(f"judge/{self.__name__}/failures", float(self.judge.stats.failures - before))
-        return record_unscorable(self, rows)
+        return RewardResult(rows, outputs=outputs)
 
     async def _score_row(self, i: int, text: str, kwargs: dict, n: int) -> Any:
         """:meth:`score`, with one row's failure (odd data, an unreadable image) making that row
@@ -83,8 +88,10 @@ class JudgedReward:
         """Row ``i``'s reward: a float, or :data:`~medrl.types.UNSCORABLE` when it cannot be scored."""
         raise TypeError(f"{type(self).__name__} must define score()")
 
-    def _finish(self, rows: list) -> None:
-        """Hook after a batch (MRPO keeps its step verdicts)."""
+    def _outputs(self, n: int) -> dict[str, list]:
+        """The step outputs of the batch just scored, for its result (none here; MRPO's process
+        reward gives its steps and step verdicts)."""
+        return {}
 
     def _col(self, kwargs: dict, name: str, n: int) -> list:
         return column(kwargs, name, n, reward=self.__name__)
@@ -102,7 +109,10 @@ class MedixLLMReward(JudgedReward):
     for open ones. No ``<answer>`` block -> 0; no reference or judge unscored -> UNSCORABLE.
     """
 
-    uses_correctness = True
+    async def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], *, correct: Any = None,
+                       **kwargs: Any) -> RewardResult:
+        # names ``correct`` (the trainer's one correctness decision) so the trainer fills it
+        return await super().__call__(prompts, completions, correct=correct, **kwargs)
 
     async def score(self, i: int, text: str, kwargs: dict, n: int) -> float | None:
         ref = reference_text(self._col(kwargs, "answer", n)[i])
@@ -137,15 +147,14 @@ class MRPOProcessReward(JudgedReward):
     it has no valid step, and MRPO's length reward (Eq. 4) penalises K < K_min separately; no
     reference answer or an unscored judge verdict -> UNSCORABLE.
 
-    After each call, ``fn.last_steps[i]`` holds rollout i's steps (character spans into the
-    completion text) and ``fn.last_step_verdicts[i]`` the judge's verdicts (``[]`` for no
-    steps, None when unscored). The reward declares them as its ``outputs``: the trainer copies
-    :meth:`batch_outputs` into the batch fields of the same names (``MedBatch.steps`` /
-    ``step_verdicts``), where MRPO's token-advantage hook (Eq. 7) reads them - no second judge call.
+    Its result's step outputs (:class:`medrl.types.RewardResult` ``outputs``): ``steps[i]``,
+    rollout i's steps (character spans into the completion text), and ``step_verdicts[i]``, the
+    judge's verdicts (``[]`` for no steps, None when unscored). The trainer puts them into the
+    batch fields of the same names (``MedBatch.steps`` / ``step_verdicts``), where MRPO's
+    token-advantage hook (Eq. 7) reads them - no second judge call. For plain code the last
+    batch's stay on the object too (``last_steps``, ``last_step_verdicts``); the trainer never
+    reads them there.
     """
-
-    #: batch fields this reward fills (:class:`medrl.methods.MedBatch`)
-    outputs = ("steps", "step_verdicts")
 
     def __init__(self, name: str, judge: Any = "reference", judge_options: dict | None = None,
                  step_prompt: str = "paper"):
@@ -158,7 +167,7 @@ class MRPOProcessReward(JudgedReward):
         self.last_steps: list[list[Step] | None] = []
         self.last_step_verdicts: list[list[StepVerdict] | None] = []
 
-    async def __call__(self, prompts, completions, **kwargs):
+    async def __call__(self, prompts, completions, **kwargs) -> RewardResult:
         self._pending: dict[int, tuple[list[Step] | None, list[StepVerdict] | None]] = {}
         return await super().__call__(prompts, completions, **kwargs)
 
@@ -191,14 +200,11 @@ class MRPOProcessReward(JudgedReward):
         self._pending[i] = (steps, verdicts)
         return sum(sv.valid for sv in verdicts) / len(verdicts)
 
-    def batch_outputs(self) -> dict[str, list]:
+    def _outputs(self, n: int) -> dict[str, list]:
         """This batch's ``steps`` and ``step_verdicts``, one entry per rollout."""
-        return {"steps": self.last_steps, "step_verdicts": self.last_step_verdicts}
-
-    def _finish(self, rows: list) -> None:
-        n = len(rows)
         self.last_steps = [self._pending.get(i, (None, None))[0] for i in range(n)]
         self.last_step_verdicts = [self._pending.get(i, (None, None))[1] for i in range(n)]
+        return {"steps": self.last_steps, "step_verdicts": self.last_step_verdicts}
 
 
 class CAPOConsistencyReward(JudgedReward):
@@ -249,6 +255,9 @@ def make_medix_llm(*, judge: Any = "reference", judge_options: dict | None = Non
     return MedixLLMReward("medix_llm", judge, judge_options)
 
 
+document_options(make_medix_llm, judge_options=JUDGE_OPTIONS_HELP)
+
+
 make_medix_llm.uses_correctness = True
 
 
@@ -258,6 +267,11 @@ def make_mrpo_process(*, judge: Any = "reference", judge_options: dict | None = 
     """MRPO mean step reward with ``judge``; ``step_prompt`` "paper" (MRPO App. H.2, default) or
     "hardened" (see :class:`MRPOProcessReward`)."""
     return MRPOProcessReward("mrpo_process", judge, judge_options, step_prompt)
+
+
+document_options(make_mrpo_process, judge_options=JUDGE_OPTIONS_HELP,
+                 step_prompt="the judge's rules for rating steps: paper (MRPO App. H.2's rules only) or hardened "
+                             "(adds rules against gaming; medrl.judges.prompts.STEP_PROMPTS)")
 
 
 # What the training-cost estimate (medrl.train.cost_estimate) and the data checks read from the
@@ -272,6 +286,10 @@ def make_capo_consistency(*, judge: Any = "reference", judge_options: dict | Non
                           r_cdr: float = 0.1) -> CAPOConsistencyReward:
     """CAPO R_CDR with ``judge`` (see :class:`CAPOConsistencyReward`)."""
     return CAPOConsistencyReward("capo_consistency", judge, judge_options, r_cdr)
+
+
+document_options(make_capo_consistency, judge_options=JUDGE_OPTIONS_HELP,
+                 r_cdr="CAPO Eq. 1: R_CDR when the judge finds the reasoning leads to the answer")
 
 
 make_capo_consistency.judge_task = "consistency"

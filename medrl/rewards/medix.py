@@ -41,7 +41,8 @@ import string
 from medrl.answers.guard import guard_answer, is_placeholder, match_key  # noqa: F401
 from medrl.answers.guard import strip_answer as clean_answer
 from medrl.rewards import REWARDS
-from medrl.rewards.base import Reward, answer_rejection, answer_rows, column, unreadable_rows  # noqa: F401
+from medrl.rewards.base import (ENCODER_HELP, Reward, answer_rejection, answer_rows, column,  # noqa: F401
+                               document_options, unreadable_rows)
 from medrl.types import UNSCORABLE
 
 MEDIX_WEIGHTS = {"format": 0.10, "llm": 0.5175, "embed": 0.3375, "modality": 0.045}
@@ -153,3 +154,12 @@ def make_medix_embed(*, threshold: float = 0.8, model: str | None = None, min_ch
     """R_embed (Sec. 2.3.2) of the parsed ``<answer>`` vs ``answer``; ``None`` without a reference."""
     return Reward("medix_embed", embed_batch, threshold=threshold, model=model, min_chars=min_chars,
                   min_words=min_words, max_nonalnum_ratio=max_nonalnum_ratio)
+
+
+document_options(
+    make_medix_embed,
+    threshold="MediX-R1 Sec. 2.3.2: R_embed is 1 when the cosine of answer and reference reaches this",
+    model=f"R_embed's sentence encoder (the paper: MedEmbed-large): {ENCODER_HELP}",
+    min_chars="MediX-R1 Sec. 4.2 (ii) gate: an answer shorter than this many characters scores 0 without the encoder",
+    min_words="gate: an answer with fewer words scores 0 without the encoder",
+    max_nonalnum_ratio="gate: an answer whose share of non-alphanumeric characters exceeds this scores 0")

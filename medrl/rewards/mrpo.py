@@ -22,7 +22,8 @@ from typing import Sequence
 
 from medrl.answers.completion import split_steps
 from medrl.rewards import REWARDS
-from medrl.rewards.base import Reward, answer_metric, answer_rejection, parse_all
+from medrl.rewards.base import (ENCODER_HELP, NUM_LAYERS_HELP, Reward, answer_metric, answer_rejection,
+                               document_options, parse_all)
 from medrl.rewards.lexical import bleu1, rouge1
 from medrl.rewards.semantic import bertscore_f1
 
@@ -92,8 +93,17 @@ def make_mrpo_answer(*, model: str | None = None, num_layers: int | None = None,
                   num_layers=num_layers, lambda1=lambda1, lambda2=lambda2)
 
 
+document_options(
+    make_mrpo_answer, model=f"BERTScore encoder of R_ans (Eq. 2): {ENCODER_HELP}", num_layers=NUM_LAYERS_HELP,
+    lambda1="MRPO Eq. 2: weight of ROUGE-1 + BLEU-1 in R_ans", lambda2="MRPO Eq. 2: weight of BERTScore in R_ans")
+
+
 @REWARDS.register("mrpo_length")
 def make_mrpo_length(*, k_min: int = K_MIN, k_max: int = K_MAX) -> Reward:
     """R_len (Eq. 4) from the number of sentence steps in ``<think>``; every row is scorable."""
     length_reward(k_min, k_min, k_max)  # validates the options now, not at the first batch
     return Reward("mrpo_length", length_batch, k_min=k_min, k_max=k_max)
+
+
+document_options(make_mrpo_length, k_min="MRPO Eq. 4: fewest reasoning steps before the length reward turns negative",
+                 k_max="MRPO Eq. 4: most reasoning steps before the length reward turns negative")

@@ -24,7 +24,7 @@ import functools
 from typing import Sequence
 
 from medrl.rewards import REWARDS
-from medrl.rewards.base import Reward, answer_metric
+from medrl.rewards.base import ENCODER_HELP, NUM_LAYERS_HELP, Reward, answer_metric, document_options
 
 
 def _num_layers_of(model_path: str) -> int | None:
@@ -96,7 +96,16 @@ def make_bertscore(*, model: str | None = None, num_layers: int | None = None,
                   num_layers=num_layers, baseline_path=baseline_path)
 
 
+document_options(
+    make_bertscore, model="BERTScore encoder: a local folder or a hub id (None: the offline all-MiniLM-L6-v2)",
+    num_layers=NUM_LAYERS_HELP,
+    baseline_path="a BERTScore baseline file: rescale F1 with it (rescale_with_baseline); None: raw F1")
+
+
 @REWARDS.register("embedding_cosine")
 def make_embedding_cosine(*, model: str | None = None) -> Reward:
     """Embedding cosine of the parsed ``<answer>`` vs ``answer``; ``model``: encoder path/id."""
     return Reward("embedding_cosine", answer_metric, metric=embedding_cosine, model=model)
+
+
+document_options(make_embedding_cosine, model=f"sentence encoder: {ENCODER_HELP}")

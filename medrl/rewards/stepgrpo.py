@@ -71,8 +71,9 @@ from medrl.answers.clinical.forms import equivalent_forms
 from medrl.answers.clinical.lexicon import NEGATION_WORDS, canonical_text
 from medrl.answers.completion import parse_response, split_steps
 from medrl.rewards import REWARDS
-from medrl.rewards.base import Reward, column, guard_correct, parse_all, reference_text, texts_of
-from medrl.rewards.correctness import batch_correct, check_rule, normalize_answer
+from medrl.rewards.base import (ENCODER_HELP, Reward, column, document_options, guard_correct, parse_all,
+                               reference_text, texts_of)
+from medrl.rewards.correctness import CORRECTNESS_OPTION_HELP, batch_correct, check_rule, normalize_answer
 
 MATCH_MODES = ("soft", "fuzzy", "substring", "embedding", "r1vl")
 DEFAULT_MATCH_THRESHOLD = {"soft": 0.85, "fuzzy": 0.85, "substring": None, "embedding": 0.7, "r1vl": None}
@@ -383,11 +384,20 @@ def make_steprar(*, alpha: float = 0.1, match: str = "soft",
         raise ValueError(f"steprar: unknown match mode {match!r}; known: {', '.join(MATCH_MODES)}")
     if missing_key_steps not in ("none", "zero"):
         raise ValueError(f"steprar: missing_key_steps is 'none' or 'zero', got {missing_key_steps!r}")
-    fn = Reward("steprar", steprar_batch, alpha=alpha, match=match, match_threshold=match_threshold,
-                model=model, rule=rule, threshold=threshold, use_correct_column=use_correct_column,
-                missing_key_steps=missing_key_steps)
-    fn.uses_correctness = use_correct_column  # the trainer fills ``correct`` (medrl.rewards.correctness)
-    return fn
+    # reads the trainer's ``correct`` column (medrl.rewards.correctness) unless told not to
+    return Reward("steprar", steprar_batch, reads=("correct",) if use_correct_column else (), alpha=alpha,
+                  match=match, match_threshold=match_threshold, model=model, rule=rule, threshold=threshold,
+                  use_correct_column=use_correct_column, missing_key_steps=missing_key_steps)
+
+
+document_options(
+    make_steprar, alpha="StepGRPO Eq. 2: weight of the key-step match k in StepRAR",
+    match="how a key step counts as matched: soft (normalised forms), fuzzy (character similarity), substring, "
+          "embedding (cosine of sentence embeddings) or r1vl (R1-VL's released matching of its ### Step sections)",
+    match_threshold="similarity a match needs (None: the mode's default: soft/fuzzy 0.85, embedding 0.7)",
+    model=f"sentence encoder for match embedding: {ENCODER_HELP}",
+    missing_key_steps="a record without key steps: none (the row is unscorable) or zero (k = 0)",
+    **CORRECTNESS_OPTION_HELP)
 
 
 make_steprar.uses_correctness = True
@@ -402,3 +412,10 @@ def make_steprvr(*, min_reasoning_steps: int = 2, background_window: int = 2, mi
         raise ValueError(f"steprvr: structure must be one of {', '.join(STRUCTURES)}, got {structure!r}")
     return Reward("steprvr", steprvr_batch, min_reasoning_steps=min_reasoning_steps,
                   background_window=background_window, min_step_words=min_step_words, structure=structure)
+
+
+document_options(
+    make_steprvr, min_reasoning_steps="StepGRPO Eq. 3: steps a complete reasoning needs besides its description",
+    background_window="the description of the image/question must be among the first this many steps (logic)",
+    min_step_words="a sentence of the reasoning counts as a step with at least this many words",
+    structure="think (medrl's heuristic over the <think> sentences) or r1vl (R1-VL's literal section headers)")

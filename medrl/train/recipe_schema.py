@@ -48,7 +48,21 @@ from medrl.train.option_checks import check_reward_specs, check_stage_options
 
 PROMPT_STYLES = ("think_answer", "modality_think_answer", "plain")
 OPEN_MODES = ("papers", "answer_type", "strict")
-STAGE_KINDS = ("rl", "sft", "knowledge_injection", "key_steps", "refine")
+#: the stage kinds the pipeline runs itself (medrl.train.pipeline), with their help; every other
+#: kind is a stage a method or plugin registers (medrl.methods.stages.STAGES)
+BUILTIN_STAGES = {
+    "rl": "RL with the recipe's rewards and grpo section",
+    "sft": "SFT with the sft section, on the records the stage before left for it (else the run's records)",
+    "refine": "a judge audits every question-answer pair and rewrites misaligned questions (data.refine puts it "
+              "first)",
+}
+
+
+def stage_kinds() -> list[str]:
+    """Every stage kind a recipe may list: the pipeline's own and the registered ones."""
+    from medrl.methods.stages import STAGES
+
+    return [*BUILTIN_STAGES, *(k for k in STAGES.names() if k not in BUILTIN_STAGES)]
 
 
 class _Section(BaseModel):
@@ -125,7 +139,8 @@ class AlgorithmBase(_Section):
     log_credit_rollouts: NonNegativeInt = Field(4, description="rollouts per logged step in credit.jsonl")
     dynamic_sampling: bool | dict[str, Any] = Field(False, description=(
         "DAPO dynamic sampling (drop groups whose rewards are all equal and re-sample): false, true, or a "
-        "mapping of medrl.train.dynamic_sampling's options"))
+        "mapping of its settings - enabled, max_rounds, mean_band (medrl.train.dynamic_sampling."
+        "DynamicSamplingConfig; --explain lists each with its help)"))
 
     @field_validator("advantage")
     @classmethod
@@ -225,8 +240,8 @@ class MonitorSection(_Section):
 
     enabled: bool | None = Field(None, description="watch every step for reward hacking (default on)")
     thresholds: dict[str, float] | None = Field(None, description=(
-        "alert thresholds by name (medrl.train.monitor.MonitorConfig: reward_rise, length_growth_max, "
-        "format_drop, ...)"))
+        "alert thresholds and settings by name (medrl.train.monitor.MonitorConfig: reward_rise, "
+        "length_growth_max, format_drop, ...; --explain lists each with its help)"))
     window: PositiveInt | None = Field(None, description="steps in a trend window")
     probe_every: NonNegativeInt | None = Field(None, description="held-out probe every N steps (0 = off)")
     probe_records: NonNegativeInt | None = Field(None, description="held-out records the probe answers")
@@ -288,11 +303,21 @@ class StageSpec(_Section):
     """One entry of ``stages``."""
 
     name: str | None = Field(None, description="stage folder name (stages/NN_<name>); default: its kind")
-    kind: Literal["rl", "sft", "knowledge_injection", "key_steps", "refine"] = Field(description=(
-        "rl (the recipe's rewards and grpo), sft (the sft section), knowledge_injection (ARMed), key_steps "
-        "(StepGRPO), refine (ARMed's VQA refinement)"))
+    kind: str = Field(description=(
+        "rl (the recipe's rewards and grpo), sft (the sft section), refine (a judge audits the question-answer "
+        "pairs), or a stage a method or plugin registers (medrl.methods.stages.STAGES; --explain lists them)"))
     options: dict[str, Any] = Field(default_factory=dict, description=(
-        "keyword options of the function that runs the stage (knowledge_injection, key_steps, refine)"))
+        "keyword options of the function that runs the stage (refine and the registered stages; rl and sft take "
+        "their settings from the grpo and sft sections)"))
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, kind: str) -> str:
+        known = stage_kinds()
+        if kind not in known:
+            raise ValueError(f"unknown stage kind {kind!r}{did_you_mean(kind, known)}; known: {', '.join(known)} (a "
+                             "method or plugin registers more with medrl.methods.stages.register_stage)")
+        return kind
 
 
 class RecipeBase(_Section):
@@ -508,6 +533,7 @@ def check_methods(m: RecipeBase) -> list[tuple[str, str]]:
     except MethodConflict as exc:
         return [("methods", str(exc))]
     problems += _advantage_problems(m, methods)
+    problems += _trainer_option_problems(m, methods)
     for method in methods:
         problems += method.recipe_problems(names)
         for i, spec in enumerate(m.rewards):
@@ -515,6 +541,30 @@ def check_methods(m: RecipeBase) -> list[tuple[str, str]]:
                 cfg = method.bound_options(spec.name)[option]
                 problems.append((f"rewards[{i}].options.{option}", f"set by the {method.label()} method's config: "
                                  f"write it as algorithm.{method.section}.{cfg} (one place per setting)"))
+    return problems
+
+
+def _trainer_option_problems(m: RecipeBase, methods: list) -> list[tuple[str, str]]:
+    """A part of the training machinery a method of the run turns on
+    (:meth:`~medrl.methods.Method.trainer_options`) that the recipe also sets under its own key
+    (``grpo.kl_clamp``, ...): one place per setting."""
+    from medrl.methods import MethodConflict
+    from medrl.methods.base import TRAINER_OPTION_KEYS, run_trainer_options
+
+    try:
+        opts = run_trainer_options(methods)
+    except MethodConflict as exc:
+        return [("methods", str(exc))]
+    dynamic = m.algorithm.dynamic_sampling
+    own = {"kl_clamp": (m.grpo or {}).get("kl_clamp"),
+           "mean_band": dynamic.get("mean_band") if isinstance(dynamic, dict) else None,
+           "best_checkpoint": (m.grpo or {}).get("metric_for_best_model")}
+    problems = []
+    for name, value in own.items():
+        owner = next((x for x in methods if getattr(x.trainer_options(), name) is not None), None)
+        if value is not None and owner is not None:
+            problems.append((TRAINER_OPTION_KEYS[name], f"{value!r}, but the {owner.label()} method's config turns it "
+                             f"on ({getattr(opts, name)!r}, algorithm.{owner.section}): set it in one place"))
     return problems
 
 

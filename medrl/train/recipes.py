@@ -38,9 +38,9 @@ A recipe file (``medrl/recipes/<name>.yaml``) has these sections, each optional 
 ``sft``
     options of the SFT stage (``medrl.train.sft``) for multi-stage recipes and ``sft.yaml``.
 ``stages``
-    multi-stage pipelines (ARMed, StepGRPO): a list of ``{name, kind, options}`` with kind
-    ``rl`` | ``sft`` | ``knowledge_injection`` | ``key_steps`` | ``refine``; see
-    :mod:`medrl.train.pipeline` (``data.refine: true`` prepends ``refine`` to any recipe).
+    multi-stage pipelines: a list of ``{name, kind, options}`` with kind ``rl`` | ``sft`` |
+    ``refine`` or a stage a method or plugin registers (:data:`medrl.methods.stages.STAGES`);
+    see :mod:`medrl.train.pipeline` (``data.refine: true`` prepends ``refine`` to any recipe).
 ``profiles``
     per-recipe overlays merged on top of the shared ones in ``profiles.yaml``.
 ``encoders``
@@ -67,14 +67,14 @@ import yaml
 
 from medrl.common.papers import resolve_citation
 from medrl.train.custom_reward import custom_reward
-from medrl.train.recipe_schema import (SECTIONS, STAGE_KINDS, AlgorithmBase, JudgeSection, RecipeError, SchemaError,
+from medrl.train.recipe_schema import (SECTIONS, AlgorithmBase, JudgeSection, RecipeError, SchemaError,
                                       did_you_mean)
 
 RECIPE_DIR = Path(__file__).resolve().parents[1] / "recipes"
 PROFILES_FILE = RECIPE_DIR / "profiles.yaml"
 _NOT_RECIPES = {"profiles"}
 
-__all__ = ["SECTIONS", "STAGE_KINDS", "Recipe", "RecipeError", "load_recipe", "resolve_algorithm", "run_methods", "reward_options", "build_grpo_config", "policy_load_options", "run_name",
+__all__ = ["SECTIONS", "Recipe", "RecipeError", "load_recipe", "resolve_algorithm", "run_methods", "reward_options", "build_grpo_config", "policy_load_options", "run_name",
            "build_reward_funcs", "recipe_uses_judge", "list_recipes", "parse_override"]
 
 

@@ -74,7 +74,7 @@ def test_refine_stage_runs_the_audit(tmp_path):
 def test_knowledge_injection_keeps_only_accepted_chains(tmp_path, monkeypatch, caplog):
     import medrl.data.curation.exemplars as exemplars
     import medrl.models as models
-    from medrl.train.pipeline import knowledge_injection
+    from medrl.methods.armed import knowledge_injection
 
     recs = [rec(1, "pneumonia"), rec(2, "left kidney"), rec(3, "yes", "Is it normal?", answer_type="CLOSED"),
             rec(4, "edema")]
@@ -85,7 +85,7 @@ def test_knowledge_injection_keeps_only_accepted_chains(tmp_path, monkeypatch, c
     monkeypatch.setattr(exemplars, "knowledge_exemplars", lambda records, **k: (list(records), {"chosen": 4}))
     monkeypatch.setattr(models, "load_policy", lambda *a, **k: (None, None))
     monkeypatch.setattr(models, "generate", lambda *a, **k: list(texts))
-    with caplog.at_level(logging.INFO, logger="medrl.train.pipeline"):
+    with caplog.at_level(logging.INFO, logger="medrl.methods.armed"):
         out = knowledge_injection("m", recs, tmp_path / "k")
     assert [r.id for r in out] == ["r1", "r3"]
     assert out[0].gold_reasoning == "Opacity with fever." and out[0].answer == "pneumonia"
@@ -103,7 +103,9 @@ def test_empty_knowledge_set_skips_sft(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(pipeline, "train_rl", lambda *a, **k: calls.append("rl") or pipeline.RLResult(None, tmp_path,
                                                                                                      tmp_path / "rl"))
-    monkeypatch.setattr(pipeline, "knowledge_injection", lambda *a, **k: [])
+    import medrl.methods.armed as armed
+
+    monkeypatch.setattr(armed, "knowledge_injection", lambda *a, **k: [])  # the stage ARMed's file registers
     monkeypatch.setattr(pipeline, "train_sft_stage", lambda *a, **k: calls.append("sft"))
     final = pipeline.run_recipe(recipe, tmp_path / "m0", [rec(1, "a")], tmp_path / "run")
     assert calls == ["rl", "rl"] and final == tmp_path / "rl"

@@ -18,6 +18,8 @@ from medrl.rewards.correctness import (
     exact_match,
     is_closed_question,
     resolve_mode,
+    uses_correctness,
+    uses_corrupted_correctness,
 )
 from medrl.types import Verdict
 
@@ -153,6 +155,10 @@ def test_rewards_reuse_the_correct_columns_and_never_call_the_judge():
     assert len(judge.calls) == 3  # the judge de-duplicates identical requests (a real one caches)
     for name in ("capo_accuracy", "capo_perception", "steprar", "medix_llm"):
         assert REWARDS.get(name).uses_correctness
+        # the reward it builds names the column among its parameters: the trainer fills it for it
+        built = REWARDS.get(name)(**({"judge": judge} if name == "medix_llm" else {}))
+        assert uses_correctness(built) and uses_corrupted_correctness(built) == (name == "capo_perception")
+    assert not uses_correctness(REWARDS.get("steprar")(use_correct_column=False))
 
 
 def test_a_completion_with_no_one_answer_is_unscorable_without_a_judge_request():
@@ -170,7 +176,8 @@ def test_a_completion_with_no_one_answer_is_unscorable_without_a_judge_request()
     cols = dict(answer=["Left kidney"] * 4, question=["Where?"] * 4, correct=out, key_steps=[["left kidney"]] * 4)
     for name in ("capo_accuracy", "steprar"):
         r = REWARDS.get(name)()
-        assert r(["q"] * 4, texts, **cols)[:2] == [None, None] and r.last_unscorable[:2] == [0, 1], name
+        out = r(["q"] * 4, texts, **cols)
+        assert out[:2] == [None, None] and out.unscorable[:2] == (0, 1), name
 
 
 def test_with_a_judge_only_what_is_certainly_wrong_is_refused_first():

@@ -105,7 +105,7 @@ RL_RECIPES = ["mrpo", "capo", "armed", "grpo", "gdpo", "dapo", "dr_grpo", "gspo"
 @pytest.mark.parametrize("name", RL_RECIPES)
 def test_two_rl_steps_compute_rewards_and_change_parameters(name, tiny, records, judge, tmp_path):
     if name == "stepgrpo":  # StepRAR needs key steps: the recipe's key_steps stage extracts them
-        from medrl.train.pipeline import key_steps_stage
+        from medrl.methods.stepgrpo import key_steps_stage
 
         records = key_steps_stage(records, judge, tmp_path / "key_steps", show_progress=False)
         assert all(r.key_steps for r in records)
@@ -146,7 +146,7 @@ def test_every_recipe_takes_a_reward_model_and_checkpoints(name, tiny, records, 
     from medrl.train.trainer import MedGRPOTrainer
 
     if name == "stepgrpo":
-        from medrl.train.pipeline import key_steps_stage
+        from medrl.methods.stepgrpo import key_steps_stage
 
         records = key_steps_stage(records, judge, tmp_path / "key_steps", show_progress=False)
 

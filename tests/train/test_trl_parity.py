@@ -291,10 +291,12 @@ def test_unscorable_marker_is_converted_for_trl():
 
     assert pickle.loads(pickle.dumps(UNSCORABLE)) is UNSCORABLE
     fn = Reward("r", lambda completions, columns, reward: [1.0, None, UNSCORABLE, 0.0])
-    assert fn(None, ["a", "b", "c", "d"]) == [1.0, None, None, 0.0]
-    assert fn.last_unscorable == [2]
+    out = fn(None, ["a", "b", "c", "d"])
+    assert out == [1.0, None, None, 0.0] and out.unscorable == (2,)  # the typed result: TRL's list + the rows
+    assert pickle.loads(pickle.dumps(out)).unscorable == (2,)
     holder = SimpleNamespace()
-    assert record_unscorable(holder, [None, None]) == [None, None] and holder.last_unscorable == []
+    assert record_unscorable(holder, [None, None]) == [None, None] and record_unscorable(holder, []).unscorable == ()
+    assert not vars(holder)  # nothing is left on the reward
 
 
 def test_reward_returning_none_everywhere_still_trains(tmp_path, models):
@@ -352,7 +354,7 @@ def test_judge_outage_excludes_only_its_rollouts(tmp_path, models, mode):
         tr.model.train()
         out = tr._generate_and_score_completions([dict(dataset()[0])] * 2 + [dict(dataset()[1])] * 2)
         mask = out["completion_mask"].sum(dim=1)
-        assert proc.last_unscorable == [0, 2]
+        assert tr._batch.results["mrpo_process"].unscorable == (0, 2)  # the reward's typed result
         if policy == "exclude":
             assert mask[0] == 0 and mask[2] == 0 and mask[1] > 0 and mask[3] > 0
             assert out["advantages"][0] == 0 and out["advantages"][2] == 0
