@@ -17,7 +17,8 @@ under one of several rule sets says which on its second line (``RULES: <name>``,
 Rule sets:
 
 - step verification (:func:`verify_steps`, ``step_prompt``): ``"paper"`` states MRPO App. H.2's
-  rules and nothing else (the default of the ``mrpo`` recipe); ``"hardened"`` adds this
+  rules and no other rule (the default of the ``mrpo`` recipe; the reply is medrl's
+  ``{"steps": [...]}`` JSON, not H.2's ``Reasoning_Check`` object); ``"hardened"`` adds this
   project's rules against gaming (a step only restating the answer, a run-on step, a bare noun
   phrase get 0/0).
 - answer correctness (:func:`answer_correct`, ``check``): ``"paper"`` is MRPO App. H.1's
@@ -199,8 +200,8 @@ def verify_steps(
 ) -> list[dict]:
     """Rate every step of one rollout at once (MRPO Eq. 3 and App. H.2 criteria).
 
-    ``step_prompt="paper"``: App. H.2's rules in this project's words, nothing added
-    (:func:`_paper_steps_body`); ``"hardened"`` (default): the same criteria plus this project's
+    ``step_prompt="paper"``: App. H.2's rules in this project's words, no rule added
+    (:func:`_paper_steps_body`; the system message and the JSON reply are medrl's, as for every task); ``"hardened"`` (default): the same criteria plus this project's
     rules against gaming (restating the answer, run-on steps, bare noun phrases: 0/0)."""
     _check(step_prompt, STEP_PROMPTS, "step_prompt")
     numbered = "\n".join(f"[{i}] {' '.join(str(s).split())}" for i, s in enumerate(steps, 1))
@@ -270,7 +271,7 @@ evades ("cannot determine", "unknown").
 
 
 def _paper_steps_body(ref_name: str, reference: str) -> str:
-    """MRPO App. H.2's step rules, in this project's words and in H.2's order, with nothing added:
+    """MRPO App. H.2's step rules, in this project's words and in H.2's order, with no rule added:
     the three general rules (both marks 0), gold alignment by step position, answer contribution."""
     answer = " ".join(str(reference or "").split())
     return f"""
