@@ -49,8 +49,8 @@ import importlib.util
 
 import trl.import_utils as _iu
 
-for _pkg in ("joblib", "sklearn", "comet_ml", "wandb", "bitsandbytes", "kernels", "rich"):
-    _name = f"is_{_pkg.replace('comet_ml', 'comet')}_available"
+for _pkg in ("joblib", "harbor", "jmespath", "math_verify", "mergekit", "openreward", "vllm"):
+    _name = f"is_{_pkg}_available"
     if not hasattr(_iu, _name):
         setattr(_iu, _name, (lambda p: lambda *a, **k: importlib.util.find_spec(p) is not None)(_pkg))
 
