@@ -214,17 +214,18 @@ def _answer_of(pred: Any) -> tuple[str | None, bool]:
 async def decide_correct_async(pred: str | None, ref: str | None, *, question: str | None = None,
                                mode: str | None = "auto", closed: bool | None = None, judge: Any = None,
                                image: Any = None, rule: str = "normalized_match", threshold: float = 0.5,
-                               embed_threshold: float = EMBED_THRESHOLD, embed_model: str | None = None
-                               ) -> bool | None:
+                               embed_threshold: float = EMBED_THRESHOLD, embed_model: str | None = None,
+                               check: str = "strict") -> bool | None:
     """Is ``pred`` (the parsed ``<answer>`` text) correct for ``ref``? See the module docstring.
 
     ``closed``: whether the record is a closed question (default: from the reference, see
     :func:`is_closed_question`); ``judge``: any object with ``answer_correct``; ``image``: the
-    record's image(s), passed to the judge.
+    record's image(s), passed to the judge; ``check``: the judge's prompt
+    (:data:`medrl.judges.prompts.ANSWER_CHECKS`; passed on only when not ``"strict"``).
     """
     out = await correctness_column_async(
         [pred], [ref], questions=[question], closed=[closed], images=[image], mode=mode, judge=judge,
-        rule=rule, threshold=threshold, embed_threshold=embed_threshold, embed_model=embed_model)
+        rule=rule, threshold=threshold, embed_threshold=embed_threshold, embed_model=embed_model, check=check)
     return out[0]
 
 
@@ -250,6 +251,7 @@ async def correctness_column_async(
     threshold: float = 0.5,
     embed_threshold: float = EMBED_THRESHOLD,
     embed_model: str | None = None,
+    check: str = "strict",
 ) -> list[bool | None]:
     """:func:`decide_correct` for a batch of rollouts: at most one judge request per row (all
     rows concurrently; the judge bounds concurrency, caches and merges identical requests) and
@@ -312,8 +314,10 @@ async def correctness_column_async(
     if to_judge:
         from medrl.answers.guard import strip_answer
 
+        kw = {"check": check} if check != "strict" else {}  # a judge without the option keeps working
         verdicts = await asyncio.gather(*(
-            judge.answer_correct(questions[i] or "", reference_text(refs[i]), strip_answer(preds[i]), image=images[i])
+            judge.answer_correct(questions[i] or "", reference_text(refs[i]), strip_answer(preds[i]), image=images[i],
+                                 **kw)
             for i in to_judge))
         for i, v in zip(to_judge, verdicts):
             out[i] = bool(v.value) if v.scored else None

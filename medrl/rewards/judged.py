@@ -101,24 +101,31 @@ class MedixLLMReward(JudgedReward):
     """MediX-R1 R_llm (MediX-R1 Sec. 2.3.1 and App. A.9): 1 if the answer is
     correct, else 0.
 
-    Correctness is the one per-rollout decision of :mod:`medrl.rewards.correctness`: in training
-    the trainer's ``correct`` column (decided once, shared with the other rewards); without it,
+    ``check`` picks the judge's prompt. ``"medix"`` (default): MediX-R1's compact YES/NO
+    (Sec. 2.3.1; the released ``medical.py``: the predicted and the ground-truth answer, no
+    question); the reward then decides itself with
     :func:`~medrl.rewards.correctness.decide_correct_async` in ``"auto"`` mode with this reward's
-    judge - the shared answer guard (empty, placeholder, list, hedge, negation, padding -> 0),
-    a normalised exact match (-> 1), exact match for closed questions, the judge's strict YES/NO
-    for open ones. No ``<answer>`` block -> 0; no reference or judge unscored -> UNSCORABLE.
+    judge - the shared answer guard (empty, placeholder, list, hedge, negation, padding -> 0), a
+    normalised exact match (-> 1), exact match for closed questions, the judge for open ones -
+    and does not read the trainer's ``correct`` column, which the strict prompt decides.
+    ``"strict"``: medrl's strict prompt, with the question; the reward reads the trainer's
+    ``correct`` column (decided once, shared with the other rewards, under
+    ``algorithm.correctness``) and decides as above without it.
+    No ``<answer>`` block -> 0; no reference or judge unscored -> UNSCORABLE.
     """
 
-    async def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], *, correct: Any = None,
-                       **kwargs: Any) -> RewardResult:
-        # names ``correct`` (the trainer's one correctness decision) so the trainer fills it
-        return await super().__call__(prompts, completions, correct=correct, **kwargs)
+    def __init__(self, name: str, judge: Any = "reference", judge_options: dict | None = None,
+                 check: str = "medix"):
+        if check not in ("medix", "strict"):
+            raise ValueError(f"{name}: check must be 'medix' (MediX-R1's prompt) or 'strict', got {check!r}")
+        super().__init__(name, judge, judge_options)
+        self.check = check
 
     async def score(self, i: int, text: str, kwargs: dict, n: int) -> float | None:
         ref = reference_text(self._col(kwargs, "answer", n)[i])
         if ref is None or parse_response(text).answer_problem is not None:
             return UNSCORABLE  # no reference, or no one answer (two answer blocks, text after it)
-        if kwargs.get("correct") is not None:
+        if self.check == "strict" and kwargs.get("correct") is not None:
             ok = self._col(kwargs, "correct", n)[i]
             return UNSCORABLE if ok is None else float(bool(ok))
         image = self._col(kwargs, "images", n)[i] if kwargs.get("images") is not None else self._col(kwargs, "image", n)[i]
@@ -126,8 +133,18 @@ class MedixLLMReward(JudgedReward):
             parse_response(text).answer, ref, question=self._col(kwargs, "question", n)[i], mode="auto",
             closed=is_closed_question(answer=ref, answer_type=self._col(kwargs, "answer_type", n)[i],
                                       open_ended=self._col(kwargs, "open_ended", n)[i]),
-            judge=self.judge, image=image)
+            judge=self.judge, image=image, check=self.check)
         return UNSCORABLE if ok is None else float(ok)
+
+
+class MedixLLMStrictReward(MedixLLMReward):
+    """R_llm with medrl's strict prompt: it reads the trainer's ``correct`` column (it names it, so
+    the trainer fills it: the strict prompt's decision, made once and shared with the other
+    rewards); without the column it decides as :class:`MedixLLMReward` does."""
+
+    async def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], *, correct: Any = None,
+                       **kwargs: Any) -> RewardResult:
+        return await super().__call__(prompts, completions, correct=correct, **kwargs)
 
 
 class MRPOProcessReward(JudgedReward):
@@ -135,7 +152,8 @@ class MRPOProcessReward(JudgedReward):
 
     R_proc(r_k) = 1 when the judge marks step k as gold-aligned or answer-contributing; one judge
     call rates all steps of a rollout (App. C.3). Steps are the sentences of ``<think>``
-    (:func:`medrl.answers.completion.completion_steps`). The judge compares against ``gold_reasoning`` when
+    (:func:`medrl.answers.completion.completion_steps`; ``splitter="released"``: MRPO's released
+    splitter, :func:`medrl.answers.completion.released_split_steps`). The judge compares against ``gold_reasoning`` when
     the record has it, else against ``evidence`` (modality, organ/location, answer).
 
     ``step_prompt`` picks the judge's rules (:data:`medrl.judges.prompts.STEP_PROMPTS`): ``"paper"``
@@ -157,13 +175,17 @@ class MRPOProcessReward(JudgedReward):
     """
 
     def __init__(self, name: str, judge: Any = "reference", judge_options: dict | None = None,
-                 step_prompt: str = "paper"):
+                 step_prompt: str = "paper", splitter: str = "medrl"):
+        from medrl.answers.completion import SPLITTERS
         from medrl.judges.prompts import STEP_PROMPTS
 
         if step_prompt not in STEP_PROMPTS:
             raise ValueError(f"{name}: step_prompt must be one of {', '.join(STEP_PROMPTS)}, got {step_prompt!r}")
+        if splitter not in SPLITTERS:
+            raise ValueError(f"{name}: splitter must be one of {', '.join(SPLITTERS)}, got {splitter!r}")
         super().__init__(name, judge, judge_options)
         self.step_prompt = step_prompt
+        self.splitter = splitter
         self.last_steps: list[list[Step] | None] = []
         self.last_step_verdicts: list[list[StepVerdict] | None] = []
 
@@ -172,7 +194,7 @@ class MRPOProcessReward(JudgedReward):
         return await super().__call__(prompts, completions, **kwargs)
 
     async def score(self, i: int, text: str, kwargs: dict, n: int) -> float | None:
-        steps = completion_steps(text)
+        steps = completion_steps(text, self.splitter)
         ref = reference_text(self._col(kwargs, "answer", n)[i])
         if ref is None:
             self._pending[i] = (steps, None)
@@ -218,11 +240,21 @@ class CAPOConsistencyReward(JudgedReward):
     is given and is open-ended (not yes/no), an answer that is a bare yes/no (:func:`bare_yes_no`)
     and not the reference itself gets 0 without a call - it cannot answer the question, however
     consistent its reasoning.
+
+    ``check``: the judge's review (:data:`medrl.judges.prompts.CONSISTENCY_CHECKS`): ``"paper"``
+    (default) CAPO Table 9 as stated; ``"strict"`` adds that a reasoning reaching no conclusion is
+    inconsistent and that medical correctness is not judged.
     """
 
-    def __init__(self, name: str, judge: Any = "reference", judge_options: dict | None = None, r_cdr: float = 0.1):
+    def __init__(self, name: str, judge: Any = "reference", judge_options: dict | None = None, r_cdr: float = 0.1,
+                 check: str = "paper"):
+        from medrl.judges.prompts import CONSISTENCY_CHECKS
+
+        if check not in CONSISTENCY_CHECKS:
+            raise ValueError(f"{name}: check must be one of {', '.join(CONSISTENCY_CHECKS)}, got {check!r}")
         super().__init__(name, judge, judge_options)
         self.r_cdr = float(r_cdr)
+        self.check = check
 
     async def score(self, i: int, text: str, kwargs: dict, n: int) -> float | None:
         parsed = parse_response(text)
@@ -235,7 +267,8 @@ class CAPOConsistencyReward(JudgedReward):
                 and not exact_match(parsed.answer, ref)):
             return 0.0
         question = self._col(kwargs, "question", n)[i] or ""
-        v = await self.judge.consistency(question, parsed.reasoning, parsed.answer)
+        kw = {"check": self.check} if self.check != "paper" else {}
+        v = await self.judge.consistency(question, parsed.reasoning, parsed.answer, **kw)
         return (self.r_cdr if v.value else 0.0) if v.scored else UNSCORABLE
 
 
@@ -250,9 +283,12 @@ def bare_yes_no(answer: str | None) -> bool:
 
 
 @REWARDS.register("medix_llm")
-def make_medix_llm(*, judge: Any = "reference", judge_options: dict | None = None) -> MedixLLMReward:
-    """MediX-R1 R_llm with ``judge`` (see :class:`MedixLLMReward`)."""
-    return MedixLLMReward("medix_llm", judge, judge_options)
+def make_medix_llm(*, judge: Any = "reference", judge_options: dict | None = None,
+                   check: str = "medix") -> MedixLLMReward:
+    """MediX-R1 R_llm with ``judge``; ``check`` "medix" (MediX-R1's compact YES/NO prompt, the
+    default) or "strict" (medrl's strict prompt with the question; see :class:`MedixLLMReward`)."""
+    cls = MedixLLMStrictReward if check == "strict" else MedixLLMReward
+    return cls("medix_llm", judge, judge_options, check=check)
 
 
 document_options(make_medix_llm, judge_options=JUDGE_OPTIONS_HELP)
@@ -263,10 +299,11 @@ make_medix_llm.uses_correctness = True
 
 @REWARDS.register("mrpo_process")
 def make_mrpo_process(*, judge: Any = "reference", judge_options: dict | None = None,
-                      step_prompt: str = "paper") -> MRPOProcessReward:
+                      step_prompt: str = "paper", splitter: str = "medrl") -> MRPOProcessReward:
     """MRPO mean step reward with ``judge``; ``step_prompt`` "paper" (MRPO App. H.2, default) or
-    "hardened" (see :class:`MRPOProcessReward`)."""
-    return MRPOProcessReward("mrpo_process", judge, judge_options, step_prompt)
+    "hardened"; ``splitter`` "medrl" (default) or "released" (MRPO's released step splitter;
+    see :class:`MRPOProcessReward`)."""
+    return MRPOProcessReward("mrpo_process", judge, judge_options, step_prompt, splitter=splitter)
 
 
 document_options(make_mrpo_process, judge_options=JUDGE_OPTIONS_HELP,
@@ -283,9 +320,10 @@ make_mrpo_process.reads_gold_reasoning = True
 
 @REWARDS.register("capo_consistency")
 def make_capo_consistency(*, judge: Any = "reference", judge_options: dict | None = None,
-                          r_cdr: float = 0.1) -> CAPOConsistencyReward:
-    """CAPO R_CDR with ``judge`` (see :class:`CAPOConsistencyReward`)."""
-    return CAPOConsistencyReward("capo_consistency", judge, judge_options, r_cdr)
+                          r_cdr: float = 0.1, check: str = "paper") -> CAPOConsistencyReward:
+    """CAPO R_CDR with ``judge``; ``check`` "paper" (CAPO Table 9's review, the default) or "strict"
+    (two added criteria; see :class:`CAPOConsistencyReward`)."""
+    return CAPOConsistencyReward("capo_consistency", judge, judge_options, r_cdr, check=check)
 
 
 document_options(make_capo_consistency, judge_options=JUDGE_OPTIONS_HELP,

@@ -14,6 +14,10 @@
 In training the three terms are three TRL reward functions with weight 1 each (``mrpo_answer``,
 ``mrpo_process`` from the judges, ``mrpo_length``): their weighted sum is Eq. 5. Steps come from
 :func:`medrl.answers.completion.split_steps` on the ``<think>`` text; no ``<think>`` block means K = 0.
+The option ``splitter: released`` (on ``mrpo_length`` and ``mrpo_process`` alike) counts and
+judges the steps of MRPO's released splitter (:func:`medrl.answers.completion.released_split_steps`:
+nltk's ``sent_tokenize``, or the released regex fallback without punkt data, then "1." fragments
+merged with the next sentence).
 """
 
 from __future__ import annotations
@@ -80,8 +84,9 @@ def answer_rewards(preds: Sequence[str], refs: Sequence[str], model: str | None 
     return out
 
 
-def length_batch(completions, columns, *, reward="mrpo_length", k_min=K_MIN, k_max=K_MAX) -> list[float]:
-    return [length_reward(len(split_steps(p.reasoning or "")), k_min, k_max)
+def length_batch(completions, columns, *, reward="mrpo_length", k_min=K_MIN, k_max=K_MAX,
+                 splitter="medrl") -> list[float]:
+    return [length_reward(len(split_steps(p.reasoning or "", splitter)), k_min, k_max)
             for p in parse_all(completions)]
 
 
@@ -99,11 +104,16 @@ document_options(
 
 
 @REWARDS.register("mrpo_length")
-def make_mrpo_length(*, k_min: int = K_MIN, k_max: int = K_MAX) -> Reward:
-    """R_len (Eq. 4) from the number of sentence steps in ``<think>``; every row is scorable."""
+def make_mrpo_length(*, k_min: int = K_MIN, k_max: int = K_MAX, splitter: str = "medrl") -> Reward:
+    """R_len (Eq. 4) from the number of sentence steps in ``<think>``; every row is scorable.
+    ``splitter``: "medrl" or "released" (MRPO's released splitter; module docstring)."""
     length_reward(k_min, k_min, k_max)  # validates the options now, not at the first batch
-    return Reward("mrpo_length", length_batch, k_min=k_min, k_max=k_max)
+    split_steps("", splitter)
+    return Reward("mrpo_length", length_batch, k_min=k_min, k_max=k_max, splitter=splitter)
 
 
 document_options(make_mrpo_length, k_min="MRPO Eq. 4: fewest reasoning steps before the length reward turns negative",
-                 k_max="MRPO Eq. 4: most reasoning steps before the length reward turns negative")
+                 k_max="MRPO Eq. 4: most reasoning steps before the length reward turns negative",
+                 splitter="how <think> is cut into steps: 'medrl' (medrl's sentence splitter) or 'released' (MRPO's "
+                          "released code: nltk's sent_tokenize where its punkt data is installed, else its regex "
+                          "fallback, then '1.' fragments merged with the next sentence)")

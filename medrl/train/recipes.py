@@ -352,7 +352,8 @@ def _check_trl(path: Path, model, origin: dict, context: str) -> tuple[dict, dic
     grpo, problems = check_trl_section(model.grpo, "GRPOConfig", "grpo", extra={"kl_clamp": float | None}, forbidden={
         "reward_weights": "set reward weights in the 'rewards' list, not grpo.reward_weights",
         "output_dir": "the run folder is --out, not grpo.output_dir"})
-    sft, more = check_trl_section(model.sft, "SFTConfig", "sft", extra={"lora": Any, "dtype": Any, "merge_lora": bool})
+    sft, more = check_trl_section(model.sft, "SFTConfig", "sft", extra={"lora": Any, "dtype": Any, "merge_lora": bool,
+                                                                          "warmup_ratio": float})
     problems += more
     if problems:
         msg = _format(path, problems, origin)

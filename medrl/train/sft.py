@@ -73,9 +73,15 @@ def resolve_options(options: dict | None) -> tuple[dict, dict]:
 
     merged = {**DEFAULTS, **(options or {})}
     fields = {f.name for f in dataclasses.fields(SFTConfig)}
-    unknown = sorted(k for k in merged if k not in fields and k not in MEDRL_OPTIONS)
+    unknown = sorted(k for k in merged if k not in fields and k not in MEDRL_OPTIONS and k != "warmup_ratio")
     if unknown:
         raise ValueError(f"SFT options: unknown keys {unknown} (use trl.SFTConfig field names or {list(MEDRL_OPTIONS)})")
+    if "warmup_ratio" in merged and "warmup_ratio" not in fields:
+        # transformers 5 dropped warmup_ratio: a float warmup_steps in [0, 1) is that ratio of the steps
+        ratio = float(merged.pop("warmup_ratio"))
+        if not 0.0 <= ratio < 1.0 or merged.get("warmup_steps"):
+            raise ValueError(f"SFT options: warmup_ratio {ratio} must be in [0, 1) and not given with warmup_steps")
+        merged["warmup_steps"] = ratio
     ours = {k: merged.pop(k) for k in MEDRL_OPTIONS if k in merged}
     for k in ("output_dir",):
         merged.pop(k, None)
@@ -103,9 +109,11 @@ def train_sft(
         output_dir: the run folder (see the module docstring).
         prompt_style: ``think_answer`` | ``modality_think_answer`` | ``plain``.
         options: ``lora`` (LoRA settings; None/False = full fine-tuning), ``dtype``,
-            ``merge_lora`` (default True) and any ``trl.SFTConfig`` field (``learning_rate``,
-            ``num_train_epochs``, ``max_steps``, ``per_device_train_batch_size``, ``max_length``,
-            ``save_steps``, ``report_to``, ...). Unknown keys raise ValueError.
+            ``merge_lora`` (default True), ``warmup_ratio`` (the share of steps warmed up; the
+            float ``warmup_steps`` of transformers 5, which dropped the field) and any
+            ``trl.SFTConfig`` field (``learning_rate``, ``num_train_epochs``, ``max_steps``,
+            ``per_device_train_batch_size``, ``max_length``, ``save_steps``, ``report_to``, ...).
+            Unknown keys raise ValueError.
         resume: True/"last" continues from the last ``checkpoint-N`` in ``output_dir``; a path
             continues from that checkpoint.
         callbacks: extra ``transformers.TrainerCallback`` objects.

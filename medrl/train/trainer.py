@@ -104,6 +104,26 @@ def _same(a: Any, b: Any) -> bool:
     return norm(a) == norm(b)
 
 
+def _names_advantage(algorithm: Any) -> bool:
+    """Whether the ``algorithm`` section given to the trainer names its estimator itself."""
+    if isinstance(algorithm, dict):
+        return "advantage" in algorithm
+    return "advantage" in (getattr(algorithm, "model_fields_set", None) or ())
+
+
+def _estimator_of(args: Any, default: str) -> str:
+    """The estimator TRL computes under ``args``: the registered one whose ``trl_options`` the
+    GRPOConfig holds (``multi_objective_aggregation``: ``sum_then_normalize`` is GRPO's,
+    ``normalize_then_sum`` GDPO's), else ``default``."""
+    from medrl.advantages import ADVANTAGES, get_advantage_fn
+
+    for name in ADVANTAGES.names():
+        opts = getattr(get_advantage_fn(name), "trl_options", None)
+        if opts and all(getattr(args, k, None) == v for k, v in opts.items()):
+            return name
+    return default
+
+
 # --------------------------------------------------------------------------------------------
 
 
@@ -111,7 +131,9 @@ class MedGRPOTrainer(MonotonicClock, GRPOTrainer):
     """``GRPOTrainer`` whose steps call the hooks of the run's methods (:mod:`medrl.methods`).
 
     Extra keyword arguments (everything else goes to ``GRPOTrainer``):
-        algorithm: the recipe's ``algorithm`` section (defaults from the typed configs).
+        algorithm: the recipe's ``algorithm`` section (defaults from the typed configs). When it
+            names no estimator, the ``GRPOConfig`` chooses as it does for ``GRPOTrainer``:
+            ``multi_objective_aggregation="normalize_then_sum"`` runs GDPO's.
         methods: method names (the recipe's ``methods``) or :class:`~medrl.methods.Method`
             objects; default: the methods ``algorithm`` switches on
             (:func:`medrl.methods.active_method_names`).
@@ -132,6 +154,9 @@ class MedGRPOTrainer(MonotonicClock, GRPOTrainer):
         super().__init__(*args, **kwargs)
         reward_names = list(self.reward_func_names)
         self.medrl_algorithm = alg = resolve_algorithm(algorithm, names, reward_names)
+        if alg["advantage"] == "grpo" and not _names_advantage(algorithm):
+            # no estimator named: follow the GRPOConfig as GRPOTrainer does (normalize_then_sum is GDPO)
+            alg["advantage"] = _estimator_of(self.args, default="grpo")
         # the recipe's list, else what `algorithm` and the rewards switch on; then Method objects
         self.methods: list[Method] = compose(
             [*(names or active_method_names(alg, reward_names=reward_names)), *objects], alg)

@@ -213,3 +213,19 @@ def test_parsed_content_guard():
         check_reasoning_kept([[{"role": "assistant", "content": "<answer>b</answer>"}]], [[1, 2]], _Tok())
     # a rollout that never wrote <think> is the policy's problem, not the parser's
     check_reasoning_kept([[{"role": "assistant", "content": "<answer>b</answer>"}]], [[0, 2]], _Tok())
+
+
+@pytest.mark.parametrize("name", ["grpo", "gdpo", "dr_grpo"])
+def test_mrpo_baselines_share_mrpo_settings(name, tmp_path):
+    """MRPO App. C.2 (2nd paragraph): every RL method of Table 2 is trained "under identical
+    settings"; Train_MRPO.sh's 512 completion tokens and 802,816-pixel image cap included."""
+    from medrl.train.recipes import build_grpo_config
+
+    mrpo, base = load_recipe("mrpo"), load_recipe(name)
+    assert base.grpo["max_completion_length"] == mrpo.grpo["max_completion_length"] == 512
+    assert base.data["max_pixels"] == mrpo.data["max_pixels"] == 802_816
+    assert build_grpo_config(base, tmp_path, use_cpu=True).max_completion_length == 512
+    shared = ("num_generations", "learning_rate", "beta", "epsilon", "num_train_epochs", "temperature",
+              "use_bias_correction_kl")
+    assert {k: base.grpo[k] for k in shared} == {k: mrpo.grpo[k] for k in shared}
+    assert base.batch == mrpo.batch and base.data["open_only"] and base.data["require_gold_reasoning"]

@@ -35,9 +35,11 @@ class CountingJudge:
         self.stats = JudgeStats()
         self.accept, self.unscored = set(accept), set(unscored)
         self.calls: list[tuple] = []
+        self.checks: list[str] = []
 
-    async def answer_correct(self, question, reference, prediction, *, image=None):
+    async def answer_correct(self, question, reference, prediction, *, image=None, check="strict"):
         self.calls.append((question, reference, prediction, image))
+        self.checks.append(check)
         if prediction in self.unscored:
             return Verdict.unscored("outage")
         return Verdict.ok(prediction in self.accept)
@@ -147,18 +149,24 @@ def test_rewards_reuse_the_correct_columns_and_never_call_the_judge():
     assert REWARDS.get("capo_perception")()(["q"] * 3, comps, **cols) == [0.1, 0.0, None]
     rar = REWARDS.get("steprar")()(["q"] * 3, comps, **cols)
     assert rar[0] == pytest.approx(1.1) and rar[1] == pytest.approx(0.1) and rar[2] is None
-    assert REWARDS.get("medix_llm")(judge=judge).sync(["q"] * 3, comps, **cols) == [1.0, 0.0, None]
+    strict = REWARDS.get("medix_llm")(judge=judge, check="strict")  # medrl's strict prompt: the trainer's column
+    assert strict.sync(["q"] * 3, comps, **cols) == [1.0, 0.0, None]
     assert judge.calls == []
     # without the column, R_llm makes the same decision itself (one request per undecided row)
     del cols["correct"]
-    assert REWARDS.get("medix_llm")(judge=judge).sync(["q"] * 3, comps, **cols) == [1.0, 0.0, 1.0]
+    assert strict.sync(["q"] * 3, comps, **cols) == [1.0, 0.0, 1.0]
     assert len(judge.calls) == 3  # the judge de-duplicates identical requests (a real one caches)
     for name in ("capo_accuracy", "capo_perception", "steprar", "medix_llm"):
         assert REWARDS.get(name).uses_correctness
         # the reward it builds names the column among its parameters: the trainer fills it for it
-        built = REWARDS.get(name)(**({"judge": judge} if name == "medix_llm" else {}))
+        built = REWARDS.get(name)(**({"judge": judge, "check": "strict"} if name == "medix_llm" else {}))
         assert uses_correctness(built) and uses_corrupted_correctness(built) == (name == "capo_perception")
     assert not uses_correctness(REWARDS.get("steprar")(use_correct_column=False))
+    # MediX-R1's own prompt (the default) is not the column's: R_llm asks it itself, never reading `correct`
+    medix = REWARDS.get("medix_llm")(judge=judge)
+    assert not uses_correctness(medix) and uses_correctness(strict)
+    assert medix.sync(["q"] * 3, comps, **cols, correct=[False, True, False]) == [1.0, 0.0, 1.0]
+    assert judge.checks[-3:] == ["medix"] * 3
 
 
 def test_a_completion_with_no_one_answer_is_unscorable_without_a_judge_request():

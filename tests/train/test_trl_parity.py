@@ -377,6 +377,19 @@ def test_options_that_need_one_advantage_per_rollout_are_refused_with_mrpo(tmp_p
         trainer(tmp_path, models, mrpo_rewards(), algorithm=MRPO, args=config(tmp_path, **option))
 
 
+def test_config_aggregation_chooses_the_estimator_without_a_recipe(tmp_path, models):
+    """Used as a drop-in ``GRPOTrainer`` (no ``algorithm``), the trainer follows the GRPOConfig:
+    ``multi_objective_aggregation="normalize_then_sum"`` runs GDPO's estimator and trains; an
+    ``algorithm`` that names GRPO's estimator under that config is still refused at start."""
+    tr = run(tmp_path / "gdpo", models, rewards=[length_reward, async_length_reward],
+             multi_objective_aggregation="normalize_then_sum")
+    assert tr.medrl_algorithm["advantage"] == "gdpo"
+    assert trainer(tmp_path / "plain", models, [length_reward]).medrl_algorithm["advantage"] == "grpo"
+    with pytest.raises(ValueError, match="sum_then_normalize"):
+        trainer(tmp_path / "named", models, [length_reward], algorithm={"advantage": "grpo"},
+                args=config(tmp_path / "named", multi_objective_aggregation="normalize_then_sum"))
+
+
 def test_token_advantage_conflicts_lists_every_reason():
     from medrl.methods.mrpo import token_advantage_conflicts
 
