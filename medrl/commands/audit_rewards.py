@@ -117,7 +117,7 @@ def load_audit_records(data: str, data_dir: str | None, n: int) -> dict[str, lis
 
 def _generated_rates(args, records_by_source: dict[str, list]) -> tuple[dict, str]:
     """The answer decision's rates on generated variants per dataset (:mod:`medrl.rewards.attack_rates`)."""
-    from medrl.rewards.attack_rates import format_rates, measure, open_references
+    from medrl.rewards.attack_rates import format_rates, measure, open_references, yes_no_references
 
     if args.generated <= 0:
         return {}, ""
@@ -127,7 +127,7 @@ def _generated_rates(args, records_by_source: dict[str, list]) -> tuple[dict, st
             from medrl.data import load_records
 
             records = load_records(src, data_dir=args.data_dir)
-        refs = open_references(records)
+        refs = open_references(records) + yes_no_references(records)  # yes/no: the polarity class only
         if not refs:
             blocks.append(f"generated attacks ({src}): no open-ended reference among the records")
             continue
