@@ -72,7 +72,9 @@ import random
 import re
 from dataclasses import dataclass
 
-CLASSES = ("completion", "modal", "relation", "zero", "ordinal", "shorthand", "unicode")
+#: every generated class: the structural classes, then the clinician wordings (:data:`WORDING_CLASSES`)
+CLASSES = ("completion", "modal", "relation", "zero", "ordinal", "shorthand", "unicode", "double_negation", "contrast",
+           "certainty", "reported", "count_words", "laterality_words", "gloss", "format_mark", "checkbox", "yes_no")
 _REASONING = "Looking at the image, the finding in the region asked about is what the answer names."
 _OTHER = ("spleen", "pneumothorax", "left kidney", "fracture", "mass", "coronal", "MRI", "3 cm", "no", "heart")
 
@@ -399,9 +401,8 @@ def unicode_variants(ref: str, question: str | None, rng: random.Random) -> list
 # the reference (must be accepted offline, never refused before an LLM judge) and the same
 # wording turned against it (never paid). Written from the wordings, not from the decision's rules.
 
-#: the wording classes (:data:`CLASSES` holds them too)
-WORDING_CLASSES = ("double_negation", "contrast", "certainty", "reported", "count_words", "laterality_words",
-                   "gloss", "format_mark", "checkbox", "yes_no")
+#: the wording classes (the last ten of :data:`CLASSES`)
+WORDING_CLASSES = CLASSES[7:]
 
 _SIDE_WORD = re.compile(r"\b(left|right)\b", re.I)
 _KINDS = (("axial", "coronal", "sagittal"), ("CT", "MRI", "X-ray", "ultrasound"),
@@ -434,24 +435,32 @@ def _swap_side(text: str) -> str:
     return _SIDE_WORD.sub(one, text)
 
 
-def _rival(ref: str, rng: random.Random) -> str:
+def _rival(ref: str, rng: random.Random, question: str | None = None) -> str:
     """A wrong answer of the reference's own kind: the other side, another plane, modality, organ,
-    sequence or lobe, another number, else a finding that shares no word with it."""
+    sequence or lobe, another number or ordinal, else a finding that shares no word with it or
+    with the question."""
     if _SIDE_WORD.search(ref) and not re.search(r"\bleft\b.*\bright\b|\bright\b.*\bleft\b", ref, re.I):
         return _swap_side(ref)
     low = ref.lower()
     for pool in _KINDS:
         for word in pool:
-            m = re.search(rf"(?<![\w-]){re.escape(word.lower())}(?![\w-])", low)
+            m = re.search(rf"(?<!\w){re.escape(word.lower())}(?!\w)", low)
             if m:
                 other = rng.choice([w for w in pool if w != word])
                 other = other.capitalize() if ref[m.start():m.start() + 1].isupper() and other.islower() else other
                 return ref[:m.start()] + other + ref[m.end():]
-    m = re.search(r"\d+", ref)
+    m = re.search(r"(\d+)(?:st|nd|rd|th)?\b", ref)
     if m:
-        return ref[:m.start()] + str(int(m.group(0)) + 1) + ref[m.end():]
-    words = set(re.findall(r"[a-z]+", low))
-    return rng.choice([f for f in _FINDING_POOL if not set(f.split()) & words])
+        n = int(m.group(1)) + 1
+        suffix = _suffix(n) if m.group(0) != m.group(1) else ""
+        return ref[:m.start()] + f"{n}{suffix}" + ref[m.end():]
+    from medrl.answers.equivalence.quantities import ORDINAL_WORDS
+
+    m = re.search(r"\b(" + "|".join(ORDINAL_WORDS[1:12]) + r")\b", low)
+    if m:
+        return ref[:m.start()] + ORDINAL_WORDS[ORDINAL_WORDS.index(m.group(1)) + 1] + ref[m.end():]
+    stems = {w.rstrip("s") for w in re.findall(r"[a-z]+", f"{low} {(question or '').lower()}")}
+    return rng.choice([f for f in _FINDING_POOL if not {w.rstrip("s") for w in f.split()} & stems])
 
 
 # ----------------------------------------------------------------------------- double negation
@@ -482,10 +491,11 @@ _CONTRASTS = ("not {w} but {x}", "Not {w}, but {x}", "{x} rather than {w}", "{x}
 
 def contrast_variants(ref: str, question: str | None, rng: random.Random) -> list[Variant]:
     """"not W but X" and its kin: X (the reference) asserted, W (a rival of its kind) denied;
-    flipped: the rival asserted and the reference denied."""
-    if not _finding_like(ref):
+    flipped: the rival asserted and the reference denied. Not for a list reference ("X, Y"):
+    its commas would be read as the contrast's own."""
+    if not _finding_like(ref) or re.search(r"[,;]", ref):
         return []
-    w = _rival(ref, rng)
+    w = _rival(ref, rng, question)
     keep, flips = rng.sample(_CONTRASTS, 4), rng.sample(_CONTRASTS, 4)
     return ([Variant(t.format(x=ref, w=w), "contrast", "preserve", t) for t in keep]
             + [Variant(t.format(x=w, w=ref), "contrast", "flip", t) for t in flips])
@@ -522,7 +532,7 @@ _REPORTED_UNKNOWN = ("The earlier report described {x}.", "The referring note me
 def reported_variants(ref: str, question: str | None, rng: random.Random) -> list[Variant]:
     if not _finding_like(ref):
         return []
-    w = _rival(ref, rng)
+    w = _rival(ref, rng, question)
     return ([Variant(t.format(x=ref), "reported", "preserve", t) for t in rng.sample(_REPORTED, 3)]
             + [Variant(t.format(x=ref, w=w), "reported", "flip", t) for t in rng.sample(_REPORTED_FLIP, 3)]
             + [Variant(rng.choice(_REPORTED_UNKNOWN).format(x=ref), "reported", "unknown", "another source")])
@@ -568,6 +578,8 @@ def laterality_word_variants(ref: str, question: str | None, rng: random.Random)
     r = ref.strip().rstrip(".")
     sides = {s.lower() for s in _SIDE_WORD.findall(r)}
     out: list[Variant] = []
+    if re.search(r"[,;]|\band\b|\b(?:left|right)\s+of\b", r, re.I):
+        return out  # a list, or a side of something ("right of the midline"): the side word is not an adjective
     if len(sides) == 1:
         side = sides.pop()
         other = "right" if side == "left" else "left"
@@ -619,14 +631,14 @@ def gloss_variants(ref: str, question: str | None, rng: random.Random) -> list[V
 
     lang = rng.choice([(_ZH, ""), (_RU, " "), (_ES, " ")])
     g = _gloss(ref, *lang)
-    if g is None:
+    if g is None or g.lower() == ref.lower():
         lang = (_ZH, "")
         g = _gloss(ref, *lang)
-    if g is None:
+    if g is None or g.lower() == ref.lower():
         return []
     forms = ("{x} ({g})", "{x} / {g}", "{g} ({x})", "{x} [{g}]", "{x}\uff08{g}\uff09", "{x} - {g}")
     out = [Variant(t.format(x=ref, g=g), "gloss", "preserve", t) for t in rng.sample(forms, 2)]
-    w = _rival(ref, rng)
+    w = _rival(ref, rng, question)
     gw = _gloss(w, *lang)
     if gw and gw != g:
         out.append(Variant(rng.choice(forms[:2]).format(x=ref, g=gw), "gloss", "flip", "a gloss of another answer"))
@@ -644,7 +656,7 @@ def format_mark_variants(ref: str, question: str | None, rng: random.Random) -> 
     if " " in ref:
         i = ref.index(" ")
         keep.append(ref[:i] + mark + ref[i:])
-    flips = [mark + _rival(ref, rng) if _finding_like(ref) else mark + "spleen"]
+    flips = [mark + rng.choice(["not ", "no "]) + ref] if _finding_like(ref) else []
     inner = [i for i in range(1, len(ref)) if ref[i - 1].isalpha() and ref[i].isalpha()]
     unknown = [ref[:(i := rng.choice(inner))] + rng.choice(_MARKS + ("\u200b",)) + ref[i:]] if inner else []
     unknown.append("\u202e" + ref[::-1])  # a right-to-left override: shown as the reference, stored backwards
@@ -665,21 +677,21 @@ def checkbox_variants(ref: str, question: str | None, rng: random.Random) -> lis
 
     if is_yes_no(ref):
         return []
-    w = _rival(ref, rng) if _finding_like(ref) else rng.choice(_FINDING_POOL)
+    w = _rival(ref, rng, question)
     return ([Variant(t.format(x=ref, w=w), "checkbox", "preserve", t) for t in rng.sample(_CHECKED, 3)]
             + [Variant(t.format(x=ref, w=w), "checkbox", "flip", t) for t in rng.sample(_UNCHECKED, 3)]
             + [Variant(f"\u2612 {ref}", "checkbox", "unknown", "a crossed box: checked or struck out")])
 
 
 # ----------------------------------------------------------------------------- yes/no polarity
-_PRESENT = ("Present", "Positive", "Not absent", "Not missing", "Yes. Present.", "Seen", "Yes, present",
+_SAYS_PRESENT = ("Present", "Positive", "Not absent", "Not missing", "Yes. Present.", "Seen", "Yes, present",
             "Identified", "Affirmative", "Yes - it is present", "Visible", "Present.")
-_ABSENT = ("Absent", "Negative", "None seen", "None visible", "None identified", "Zero seen", "Not present",
+_SAYS_ABSENT = ("Absent", "Negative", "None seen", "None visible", "None identified", "Zero seen", "Not present",
            "No. Absent.", "Not seen", "Nothing seen", "None", "Not identified", "No, none seen")
 _CONTRADICTORY = ("No. Present.", "Yes. Absent.", "Yes, none seen", "No, it is present", "Negative. Present.")
 _PRESENCE_Q = re.compile(r"\b(?:is|are)\s+there\b|\bcontain|\bshow|\bany\b|\bevidence\b|\bpresent\b|\bseen\b|"
                          r"\bvisible\b|\bidentif|\bexist|\bdoes\b.*\bhave\b", re.I)
-_ABSENCE_Q = re.compile(r"\b(?:absent|missing|lacking|free\s+of|without)\b", re.I)
+_ABSENCE_Q = re.compile(r"\b(?:absent|missing)\b", re.I)
 
 
 def yes_no_variants(ref: str, question: str | None, rng: random.Random) -> list[Variant]:
@@ -692,9 +704,9 @@ def yes_no_variants(ref: str, question: str | None, rng: random.Random) -> list[
         return []
     yes = yes_no(ref) == "yes"
     if _ABSENCE_Q.search(question):
-        said_yes, said_no = _ABSENT, _PRESENT
+        said_yes, said_no = _SAYS_ABSENT, _SAYS_PRESENT
     elif _PRESENCE_Q.search(question):
-        said_yes, said_no = _PRESENT, _ABSENT
+        said_yes, said_no = _SAYS_PRESENT, _SAYS_ABSENT
     else:
         said_yes, said_no = ("Positive", "Affirmative", "Positive."), ("Negative", "Negative.")
     keep, other = (said_yes, said_no) if yes else (said_no, said_yes)

@@ -220,18 +220,35 @@ def _item_keys(items: list[str]) -> list[str]:
 
 #: variation selectors: after a symbol they only pick its emoji or text presentation ("✔️")
 VARIATION_SELECTORS = frozenset(chr(c) for c in [*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)])
+#: directional marks (left-to-right, right-to-left, Arabic letter mark) and directional isolates:
+#: outside a word they only set the direction a line is shown in, never its letters or their order
+DIRECTION_MARKS = "\u200e\u200f\u061c\u2066\u2067\u2068\u2069"
+_OUTSIDE_MARK = re.compile(f"^\\s*\ufeff|(?<![^\\W_])[{DIRECTION_MARKS}]+|[{DIRECTION_MARKS}]+(?![^\\W_])")
+
+
+def drop_format_marks(text: str) -> str:
+    """``text`` without the directional marks and isolates (:data:`DIRECTION_MARKS`) that stand
+    outside a word (at either end, or beside a space or a punctuation mark: "\\u200eAbdomen",
+    "left\\u200f lung") and without a byte-order mark at its start. A mark between two letters or
+    digits ("Liv\\u200eer"), a zero-width space, a joiner and a direction *override* (U+202D,
+    U+202E: the letters are shown in another order than they are stored) stay: they are hidden
+    characters (rule 5)."""
+    if text.isascii():
+        return text
+    return _OUTSIDE_MARK.sub("", text)
 
 
 def _hidden_chars(text: str) -> bool:
     """Invisible, control, private-use, bidi or left-over combining characters (after NFC), line/paragraph
     separators other than a newline, and U+FFFD (a replaced lone surrogate). A variation selector
-    right after a symbol ("✔️", U+2714 U+FE0F as models write it) is its presentation, not hidden."""
+    right after a symbol ("✔️", U+2714 U+FE0F as models write it) is its presentation, not hidden;
+    nor is a directional mark outside a word (:func:`drop_format_marks`)."""
     import unicodedata
 
     if text.isascii():
         return bool(_ASCII_CONTROL.search(text))
     prev = ""
-    for ch in unicodedata.normalize("NFC", text):
+    for ch in unicodedata.normalize("NFC", drop_format_marks(text)):
         cat = unicodedata.category(ch)
         if ch in VARIATION_SELECTORS and prev and unicodedata.category(prev).startswith("S"):
             continue

@@ -124,7 +124,10 @@ _TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
 
 def singular(tok: str) -> str:
-    """A crude English singular ("nodules" -> "nodule", "ribs" -> "rib"); short words kept."""
+    """A crude English singular ("nodules" -> "nodule", "ribs" -> "rib"); short words kept; a
+    possessive "'s" dropped ("patient's" -> "patient")."""
+    if tok.endswith("'s") and len(tok) > 3:
+        return tok[:-2]
     if len(tok) > 4 and tok.endswith("ies"):
         return tok[:-3] + "y"
     if len(tok) > 3 and tok.endswith("s") and not tok.endswith(("ss", "us", "is", "ous", "as")):

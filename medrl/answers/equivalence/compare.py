@@ -28,6 +28,7 @@ from functools import lru_cache
 from medrl.answers.clinical.lexicon import STOPWORDS, all_tokens, stem, typo_equal
 from medrl.answers.clinical.negation_terms import terms as negation_terms
 from medrl.answers.clinical.qualifiers import qualifier_kind
+from medrl.answers.equivalence.polarity import BOTH
 from medrl.answers.equivalence.quantities import describe, same_quantities, same_values_other_units
 from medrl.answers.equivalence.structure import LOCATION_GROUPS, NEGATION_CUES, Reading, expand_sides, read, rewrite_negations
 
@@ -113,23 +114,15 @@ def _yes_no_ref(reference: str) -> str | None:
 
 
 def _answer_polarity(question: str | None, answer: str, a: Reading) -> str | None:
-    """yes/no stated, or implied ("Present", "There is no effusion" to "Is there an effusion?")."""
+    """yes/no stated or implied, read from the whole answer ("Present", "None seen", "Not
+    absent", "There is no effusion" to "Is there an effusion?"):
+    :func:`medrl.answers.equivalence.polarity.yes_no_polarity`; ``BOTH`` for a contradiction."""
+    from medrl.answers.equivalence.polarity import yes_no_polarity
     from medrl.answers.guard import yes_no
 
-    pol = yes_no(a.text)
-    if pol:
-        return pol
-    words = set(a.words)
-    if "absent" in words or (a.negation_cue and a.negated and not (words - a.negated - {"present"})):
-        return "no"
-    if "present" in words:
-        return "yes"
-    about = words & set(read(question or "").words) if question else set()
-    if about & a.negated:
-        return "no"
-    if about:
-        return "yes"
-    return None
+    if len(a.text.strip()) == 1:
+        return yes_no(a.text)  # "Y" / "N"
+    return yes_no_polarity(answer, question)
 
 
 # ------------------------------------------------------------------ hard mismatch
@@ -167,7 +160,7 @@ def _hard(reference: str, answer: str, question: str | None) -> str | None:
     ref_pol = _yes_no_ref(reference)
     if ref_pol:
         pol = _answer_polarity(question, answer, a)
-        if pol and pol != ref_pol:
+        if pol and pol != ref_pol and pol != BOTH:  # a contradiction ("No. Present.") is left undecided
             return f"polarity: expected {ref_pol}, got {pol}"
         return None
     added = a.modalities - r.modalities
@@ -238,7 +231,8 @@ def _hard(reference: str, answer: str, question: str | None) -> str | None:
             part = read(seg)  # a sub-location ("upper pole") qualifies; the judge decides those
             if part.negation_cue:
                 continue  # a denial ("; no other abnormality") is no candidate
-            unexplained = {w for w in part.words if not _find(w, r_words) and w not in a.qualifiers}
+            unexplained = {w for w in part.words if not _find(w, r_words) and w not in a.qualifiers
+                           and qualifier_kind(w) != "affirmation"}  # "X, present": says X is there
             if unexplained and not (set(part.words) - unexplained) and not part.locations:
                 return f"a candidate list (an item the reference does not account for: {'/'.join(sorted(unexplained))})"
     # another structure in place of the reference's ("Iliacus muscle" for "Psoas muscle")
@@ -363,7 +357,8 @@ def _equivalent(reference: str, prediction: str, question: str | None) -> Equiva
         pol = _answer_polarity(question, prediction, a)
         if pol == ref_pol:
             return Equivalence(True, f"yes/no: {pol}", "polarity")
-        return Equivalence(None, f"yes/no: expected {ref_pol}, got {pol or 'no clear yes/no'}")
+        got = "both yes and no" if pol == BOTH else pol or "no clear yes/no"
+        return Equivalence(None, f"yes/no: expected {ref_pol}, got {got}")
     if _is_null(r):
         if _is_null(a):
             return Equivalence(True, "both say nothing abnormal", "null")

@@ -2,6 +2,7 @@
 
 :func:`normalise` returns a :class:`Normalised` text in which
 
+- directional marks outside a word are dropped (:func:`medrl.answers.guard.drop_format_marks`);
 - Unicode is NFKC-normalised and look-alike letters of other scripts are folded to Latin
   (Cyrillic "о" and Greek "ο" are the Latin "o": a homoglyph spelling reads as the word it shows);
 - markup is unwrapped (``**X**``, ``__X__``, ``*X*``, ``<b>X</b>`` and other inline HTML tags,
@@ -143,7 +144,9 @@ def unwrap_markup(text: str) -> str:
 @lru_cache(maxsize=16384)
 def normalise(text: str | None) -> Normalised:
     """The comparable form of an answer (see the module docstring)."""
-    t = fold_confusables(text or "")
+    from medrl.answers.guard import drop_format_marks
+
+    t = fold_confusables(drop_format_marks(text or ""))
     t = _COMMENT.sub(" ", t)
     struck = 0
 

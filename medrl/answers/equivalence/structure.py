@@ -52,6 +52,9 @@ _SIDE_PAREN = re.compile(r"\(\s*(r|l)\s*\)", re.IGNORECASE)
 # side shorthand: "L-sided", "right sided", "Rt-sided" (the side); "B/L", "b/l", "bilat." (both sides)
 _SIDED = re.compile(r"(?<![\w/-])(right|rt|r|left|lt|l)\.?[\s-]*sided(?![\w-])", re.IGNORECASE)
 _BOTH_SIDES = re.compile(r"(?<![\w/])(?:b/l|bilat)(?![\w/])\.?", re.IGNORECASE)
+# laterality words: "left-hand side", "right-hand", "left hand side" (a side; "left hand" alone is the hand)
+_HANDED = re.compile(r"(?<![\w/-])(left|right)(?:-hand(?:ed)?(?:[\s-]+side)?|\s+hand(?:ed)?[\s-]+side)(?![\w-])",
+                     re.IGNORECASE)
 _ANSWER_LEAD = re.compile(r"(?:the\s+)?(?:final\s+)?answer(?:\s+is)?:?")
 _ZERO_TRAILING = re.compile(r"^(?P<x>[^a-z]*[a-z].*?)\s*[:=]\s*0\s*[.!]*$")
 _AFFIRM_TRAILING = re.compile(r"^(?P<x>[^a-z]*[a-z].*?)\s*[:=(\[,;-]\s*(?:yes|present|positive|true|seen)\s*[)\]]?\s*[.!]*$")
@@ -105,9 +108,10 @@ def rewrite_negations(text: str) -> tuple[str, bool]:
 
 def expand_sides(text: str) -> str:
     """"R frontal lobe" -> "right frontal lobe", "frontal lobe (L)" -> "frontal lobe left",
-    "L-sided" -> "left", "B/L lungs" -> "bilateral lungs"."""
+    "L-sided" -> "left", "left-hand side" -> "left", "B/L lungs" -> "bilateral lungs"."""
+    t = _HANDED.sub(lambda m: m.group(1), text)
     t = _BOTH_SIDES.sub("bilateral", _SIDED.sub(lambda m: "right" if m.group(1).lower().startswith("r") else "left",
-                                                 text))
+                                                 t))
     t = _SIDE_ABBREV.sub(lambda m: "right" if (m.group(1) or m.group(2) or m.group(3)).lower().startswith("r") else "left", t)
     return _SIDE_PAREN.sub(lambda m: " right " if m.group(1).lower() == "r" else " left ", t)
 
