@@ -269,6 +269,7 @@ def _every_word(d: Decision, answer: str, reference: str, question: str | None) 
     return undecided(Reason.UNKNOWN_WORD, f"words the structure does not read: {', '.join(words)} ({d})")
 
 
+@lru_cache(maxsize=16384)
 def rewrite(answer: str, reference: str, question: str | None = None) -> str:
     """``answer`` after the listed rewrites (:mod:`medrl.answers.rewrites`: slash shorthand, a
     double negation, sentence frames, emphasis and certainty, reported speech, type words, count
@@ -283,7 +284,8 @@ def _decide_steps(answer: str, reference: str | None, question: str | None,
     from medrl.answers.equivalence import equivalent, hard_mismatch
     from medrl.answers.equivalence.normalise import normalise, unknown_characters
     from medrl.answers.equivalence.quantities import number_form_clash
-    from medrl.answers.guard import drop_format_marks, guard_answer, strip_answer
+    from medrl.answers.guard import (drop_format_marks, guard_answer, repeated_sentences, repeated_words,
+                                     strip_answer)
 
     if reference is None or not reference.strip():
         why = guard_answer(answer, None, question=question, allow_one_char=multiple_choice)
@@ -297,6 +299,14 @@ def _decide_steps(answer: str, reference: str | None, question: str | None,
         return wrong(Reason.STRAY_TAG, "a think/answer tag inside the answer")
     if _far_too_long(answer, reference):  # before anything parses it: linear in the answer
         return wrong(Reason.PADDED, f"padded ({len(answer)} characters for a {len(reference)}-character reference)")
+    if repeated_sentences(answer, reference) or repeated_words(answer, reference):  # before anything parses it
+        return wrong(Reason.PADDED, "padded (repetition): a sentence or a word said over and over")
+    if len(answer) > READ_FACTOR * len(reference) + READ_SLACK:  # far longer than a long reference: not read
+        why = guard_answer(answer, reference, question=question, long_form=True)
+        if why:
+            return wrong(reason_of(why), why)
+        return undecided(Reason.LONG_ANSWER, f"{len(answer)} characters for a {len(reference)}-character reference: "
+                                             f"read by an LLM judge, not by the structure")
     answer = nfkc_letters_digits(drop_format_marks(answer))
     core = strip_answer(answer)
     if multiple_choice and len(core) == 1 and core.isalnum():
@@ -405,13 +415,24 @@ def _plain_reference(reference: str) -> bool:
     return not is_yes_no(reference) and not r.negation_cue and not _is_null(r)
 
 
+#: the longest answer read as claims (a contrast, a check list, a translation beside the answer)
+COMPOSED_CHARS = 1_000
+#: an answer longer than READ_FACTOR x its reference + READ_SLACK characters is not read by the
+#: structure (only a report-length reference lets one through the padding rules): undecided, for an
+#: LLM judge; this bounds the time of one decision (benchmarks/answer_decision.py)
+READ_FACTOR, READ_SLACK = 2, 2_000
+
+
 def _composed(text: str, reference: str, question: str | None) -> Decision | None:
     """The decision of an answer read as claims (:mod:`medrl.answers.compose`): a check list or a
     contrast (against a reference that states something), or the answer with its translation;
-    None when it is neither."""
+    None when it is neither, or when it is longer than :data:`COMPOSED_CHARS` (a short answer's
+    shapes; a report-length text is read as one)."""
     from medrl.answers.compose import claims, gloss
     from medrl.answers.guard import guard_answer, padded
 
+    if len(text) > COMPOSED_CHARS:
+        return None  # a report-length answer is read as one text (an LLM judge reads it)
     if padded(text, reference) or guard_answer(text, reference, question=question, long_form=True):
         return None  # padding, an injection, hidden characters: the whole answer is refused as such
     cl = claims(text, contrast=_plain_reference(reference))  # a check list against any reference

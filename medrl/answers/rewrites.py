@@ -103,6 +103,8 @@ TRAILING = (
                r"image)$", _RS),
 )
 _EXCLAIM = re.compile(r"!+$")
+#: characters at the end of an answer a closing frame is looked for in
+_TAIL = 200
 #: a double negation and the affirmation it makes (never "not excluded" / "not ruled out": hedges)
 _DOUBLE_NEGATION = ((re.compile(r"\bnot\s+(?:absent|missing|lacking)\b", re.I), "present"),
                     (re.compile(r"\bnot\s+negative\b", re.I), "positive"),
@@ -180,10 +182,11 @@ def _strip_once(text: str, reference: str) -> str:
             if pat is _LIST_MARKER and len(_MARKERS.findall(text)) > 1:
                 continue  # "1. X 2. Y": a list, not one item after a marker
             return _core(m.group("x"))
-    for pat in TRAILING:
-        m = pat.match(text)
+    head, tail = (text[:-_TAIL], text[-_TAIL:]) if len(text) > 2 * _TAIL else ("", text)
+    for pat in TRAILING:  # a closing frame is short: looked for in the answer's tail (linear, small constant)
+        m = pat.match(tail)
         if m and not pat.match(reference):
-            return _core(m.group("x"))
+            return _core(head + m.group("x"))
     if _EXCLAIM.search(text) and not _EXCLAIM.search(reference):
         return _core(_EXCLAIM.sub("", text.rstrip()))
     return text

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from medrl.answers.clinical.lexicon import STOPWORDS, all_tokens, stem, typo_equal
+from medrl.answers.clinical.lexicon import STOPWORDS, WordIndex, all_tokens, same_word
 from medrl.answers.clinical.negation_terms import terms as negation_terms
 from medrl.answers.clinical.qualifiers import qualifier_kind
 from medrl.answers.equivalence.polarity import BOTH
@@ -78,14 +78,26 @@ def exact_key(text: str | None) -> str:
 
 
 def _same_word(a: str, b: str) -> bool:
-    return a == b or stem(a) == stem(b) or typo_equal(a, b)
+    return same_word(a, b)
+
+
+#: pools looked up often (an answer's words, once per word of the other side): indexed once
+_INDEXES: dict[int, tuple[object, int, WordIndex]] = {}
 
 
 def _find(word: str, pool) -> str | None:
-    for w in pool:
-        if _same_word(word, w):
-            return w
-    return None
+    """A word of ``pool`` that is ``word`` by spelling, stem or a typo, or None. A large pool is
+    indexed once (:class:`medrl.answers.clinical.lexicon.WordIndex`), so reading a long answer
+    against a long reference stays linear."""
+    if len(pool) < 32:
+        return next((w for w in pool if same_word(word, w)), None)
+    key = id(pool)
+    held = _INDEXES.get(key)
+    if held is None or held[0] is not pool or held[1] != len(pool):
+        if len(_INDEXES) >= 16:
+            _INDEXES.clear()
+        held = _INDEXES[key] = (pool, len(pool), WordIndex(pool))
+    return held[2].find(word)
 
 
 def _is_null(r: Reading) -> bool:
@@ -141,7 +153,8 @@ def _hard(reference: str, answer: str, question: str | None) -> str | None:
         # (reading a 50,000-character answer clause by clause would cost seconds per rollout)
         return f"padded ({len(answer)} characters for a {len(reference)}-character reference)"
     r, a = read(reference), read(answer)
-    why = guard_answer(expand_sides(a.text) if a.text.strip() else answer, expand_sides(r.text), question=question)
+    why = guard_answer(expand_sides(a.text) if a.text.strip() else answer, expand_sides(r.text), question=question,
+                       negation=(a.negated, r.negated))  # NegEx read each text once, in read()
     if why is None and a.text != answer:
         # invisible characters, stray tags and padding are judged on what was sent
         raw_why = guard_answer(answer, reference, question=question, long_form=True)
@@ -324,9 +337,16 @@ def _compare(r: Reading, a: Reading) -> tuple[bool | None, str]:
     return True, "same concepts" + (f"; allowed qualifiers: {', '.join(added)}" if added else "")
 
 
+#: lists longer than this (in characters) are matched item by item only by their exact keys: a
+#: report-length list read pair by pair would cost items x items full decisions
+LIST_MATCH_CHARS = 1_000
+
+
 def _items_match(ref_items: list[str], ans_items: list[str]) -> bool:
     if len(ref_items) != len(ans_items) or len(ref_items) > 7:
         return False
+    if sum(map(len, ans_items)) > LIST_MATCH_CHARS or sum(map(len, ref_items)) > LIST_MATCH_CHARS:
+        return sorted(map(exact_key, ref_items)) == sorted(map(exact_key, ans_items))
     ok = [[_single(ri, ai)[0] is True for ai in ans_items] for ri in ref_items]
     return any(all(ok[i][p[i]] for i in range(len(p))) for p in itertools.permutations(range(len(ans_items))))
 
