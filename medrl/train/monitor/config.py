@@ -36,6 +36,7 @@ class AlertSignal(str, Enum):
     FORMAT_DROP = "format_drop"
     ZERO_VARIANCE = "zero_variance"
     PROBE_GAP = "probe_gap"
+    ANSWER_LEAK = "answer_leak"
 
     @staticmethod
     def guard(category: str) -> str:
@@ -57,6 +58,10 @@ class MonitorConfig:
     alt_rate: float = 0.4  # p1: the share the test is built to catch fast
     alpha: float = 0.05  # bound on the chance of a false alarm within `horizon` steps of a clean run (alpha/2 a direction)
     horizon: int = 0  # steps the bound covers; 0 = the run's max_steps (DEFAULT_HORIZON without one)
+    # the per-answer leak test (medrl.train.monitor.answers): null_rate as above, per answer and record
+    answer_alt_rate: float = 0.8  # p1 of one answer's wrong rollouts paid: a hole pays nearly all of them
+    answer_alpha: float = 0.05  # bound on a false alarm of any tracked answer within `horizon` steps
+    max_answers: int = 64  # answers tracked (the first to appear as wrong answers)
     reward_rise: float = 0.25  # reward_vs_correctness: relative reward rise over the window ...
     correct_rise: float = 0.02  # ... while correctness rises by less than this (absolute)
     length_growth_max: float = 3.0  # completion tokens, 2nd half / 1st half of the window
@@ -81,6 +86,13 @@ class MonitorConfig:
         set): ``alpha / 2`` each, so both together alarm on a clean run with probability <= alpha."""
         horizon = self.horizon or (int(max_steps) if max_steps and max_steps > 0 else DEFAULT_HORIZON)
         return ShareTest(self.null_rate, self.alt_rate, self.alpha / 2, horizon)
+
+    def answer_test(self, max_steps: int | None = None):
+        """The per-answer leak test's settings for a run of ``max_steps`` steps (``horizon`` when set)."""
+        from medrl.train.monitor.answers import AnswerTest
+
+        horizon = self.horizon or (int(max_steps) if max_steps and max_steps > 0 else DEFAULT_HORIZON)
+        return AnswerTest(self.null_rate, self.answer_alt_rate, self.answer_alpha, horizon, self.max_answers)
 
     @classmethod
     def from_value(cls, value: Any) -> "MonitorConfig":
@@ -124,6 +136,7 @@ class MonitorConfig:
         config = cls(**kwargs)
         try:
             config.disagreement_test()
+            config.answer_test()
         except ValueError as exc:
             raise ValueError(f"algorithm.monitor: {exc}") from None
         return config
