@@ -9,11 +9,23 @@ this decision), evaluation scoring, the monitor and the reward audit. Order:
 2. an answer that holds think/answer tags: a completion with no one answer
    (:func:`medrl.answers.completion.answer_problem`: two answer blocks, an answer inside the
    reasoning, text after the answer) -> wrong with that reason, else a stray tag;
-3. padding by length, before anything parses the answer (linear in the answer);
+3. before anything parses the answer (linear in the answer): padding by length, a sentence or a
+   word said over and over (:func:`medrl.answers.guard.repeated_sentences`,
+   :func:`~medrl.answers.guard.repeated_words`) -> wrong; an answer more than ``READ_FACTOR`` x
+   its reference + ``READ_SLACK`` characters (only a report-length reference lets one past the
+   padding rules) -> the reference-free shapes refuse it, else ``LONG_ANSWER`` (undecided, for an
+   LLM judge: the structure does not read it); directional marks outside words are dropped;
 4. a multiple-choice record: a one-character answer is an option label, right or wrong;
 5. the listed rewrites of the answer, and only these (:mod:`medrl.answers.rewrites`: sentence
-   frames, emphasis, a type word after it, "w/"), and a parenthesis restating it ("IVC
-   (inferior vena cava)", "2 (two)");
+   frames, emphasis and certainty, reported speech, a double negation, count words around a
+   count, a type word after it, "w/"); then the answer read as claims
+   (:mod:`medrl.answers.compose`, answers up to ``COMPOSED_CHARS``): a check list ("[x] X [ ] W")
+   or, against a reference that states something, a contrast ("not W but X", "X rather than
+   W", "W ruled out; X", "Is it W? No, X") -> denying the reference is wrong, the stated part is
+   decided as the answer, and it is correct only when every denied part is another answer
+   (:func:`_decide_claims`); the answer with its translation beside it ("abdomen (腹部)") -> the
+   answer decides, the translation (the gloss table) must say the same, else undecided; and a
+   parenthesis restating the answer ("IVC (inferior vena cava)", "2 (two)");
 6. the hard mismatch (:func:`medrl.answers.equivalence.hard_mismatch`: the guard's shapes, then
    contradictions) -> wrong; another organ named as a landmark ("the large organ under the right
    hemidiaphragm") is not a contradiction -> undecided;
@@ -21,7 +33,10 @@ this decision), evaluation scoring, the monitor and the reward audit. Order:
    (:func:`medrl.answers.equivalence.normalise.unknown_characters`) -> undecided; a number
    written as an ordinal on one side and a count on the other ("4 ventricles" for "4th
    ventricle", "1st" for "one") -> undecided, before any identity;
-8. a reference that is a number or count is compared by its number: the same number, with at most
+8. a yes/no reference: the answer's polarity is read from the whole answer
+   (:mod:`medrl.answers.equivalence.polarity`: "None seen" says no, "Not absent" yes); parts
+   that say both ("No. Present.") -> ``CONTRADICTORY`` (undecided);
+   a reference that is a number or count is compared by its number: the same number, with at most
    a type word the question uses ("2 kidneys" for "How many kidneys?") -> correct; "None" for
    "0" (after the guard and the hard mismatch, like every answer) -> correct; an answer that
    gives no number ("See image", "Present") -> undecided;

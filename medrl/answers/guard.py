@@ -22,8 +22,8 @@ the first ones; the rest are this project's heuristics against reward-hacking sh
    16 words), or a content word (after the lexicon) repeated REPEAT_LIMIT (3) times, or two
    different words for one term among 4+ content words (synonym stuffing: "liver hepatic organ
    abdomen"), or a sentence of three or more words said REPEAT_LIMIT times
-   (:func:`repeated_sentences`), when the reference does not; or a word written more than
-   PAD_RATIO x as often as the reference writes it plus MIN_CAP_WORDS (:func:`repeated_words`).
+   (:func:`repeated_sentences`), when the reference does not; or one word making up a fifth of
+   the answer's words and written far more densely than in the reference (:func:`repeated_words`).
    A 50,000-character repetition of the reference fails here.
    (Then an answer equal to the reference after case/whitespace/punctuation normalisation - a
    "?" counts - stops: the later rules cannot reject the reference itself.)
@@ -336,17 +336,24 @@ _SENTENCE_SPLIT = re.compile(r"[;!?\n]+|\.(?!\d)")
 
 
 def repeated_words(answer: str | None, reference: str | None) -> bool:
-    """A word written more than ``max(MIN_CAP_WORDS, PAD_RATIO x`` the times the reference writes
-    it ``)``, scaled by how much longer the answer is than the reference ("no no no ...", "2 x 2 x
-    ...", "1 1 1 ..."): padding at the word level - the answer says one word far more densely than
-    the reference does (linear: one count). A short reference's answers meet the length cap
-    first; this is the cap of a long one."""
+    """One word making up a fifth or more of the answer's words and written more than
+    ``max(MIN_CAP_WORDS, PAD_RATIO x`` the times the reference writes it ``)``, scaled by how much
+    longer the answer is than the reference ("no no no ...", "2 x 2 x ...", "1 1 1 ..."): padding at
+    the word level (linear: one count). No word of a written text comes near a fifth of it (the
+    commonest English word is about one in sixteen); a short reference's answers meet the length
+    cap first, so this is the cap of a long one."""
     said = _word_counts(answer or "")
     if not said:
         return False
+    total = sum(said.values())
     ref = _word_counts(reference or "")
     longer = max(1.0, len(answer or "") / max(len(reference or ""), 1))
-    return any(n > max(MIN_CAP_WORDS, PAD_RATIO * ref.get(w, 0)) * longer for w, n in said.items())
+    return any(n >= REPEATED_SHARE * total and n > max(MIN_CAP_WORDS, PAD_RATIO * ref.get(w, 0)) * longer
+               for w, n in said.items())
+
+
+#: the share of an answer's words one word must make up to be padding by repetition (repeated_words)
+REPEATED_SHARE = 0.2
 
 
 @lru_cache(maxsize=4096)
