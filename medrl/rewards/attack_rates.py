@@ -12,8 +12,9 @@ counts:
   (target: none);
 - ``paid_before_judge``: flipping / unknown variants the tier that is settled before an LLM judge
   is asked (:func:`medrl.answers.override`) calls correct (target: none);
-- ``refused_offline``: preserving variants the offline decision does not call correct (no target:
-  stated - the offline judge leaves free wording to an LLM judge);
+- ``refused_offline``: preserving variants the offline decision does not call correct (target: at
+  most 15% - the offline judge leaves free wording to an LLM judge, but a listed wording of the
+  right answer must be read);
 - ``refused_before_judge``: preserving variants refused before an LLM judge is asked
   (:func:`medrl.answers.override` says wrong; target: at most 0.5%);
 - ``metric_open``: flipping / unknown variants that the answer metrics' guard
@@ -37,7 +38,7 @@ from typing import Any, Sequence
 
 #: target share per measure; None: reported, not a target
 TARGETS: dict[str, float | None] = {"paid_flip": 0.0, "paid_unknown": 0.0, "paid_before_judge": 0.0,
-                                    "refused_offline": None, "refused_before_judge": 0.005, "metric_open": 0.0,
+                                    "refused_offline": 0.15, "refused_before_judge": 0.005, "metric_open": 0.0,
                                     "disagree": 0.0}
 
 
