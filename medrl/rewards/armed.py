@@ -21,12 +21,13 @@ import math
 from collections import deque
 from typing import Sequence
 
+from medrl.answers import metric_text
 from medrl.rewards import REWARDS
-from medrl.rewards.base import Reward, answer_metric, answer_rows, column, guarded_rows, score_answers, scored_text
+from medrl.rewards.base import Reward, answer_metric, answer_rows, column, guarded_rows, score_answers
 from medrl.rewards.base import ENCODER_HELP, NUM_LAYERS_HELP, document_options, unreadable_rows
 from medrl.types import UNSCORABLE, record_unscorable
 from medrl.rewards.lexical import bleu1, rouge1
-from medrl.rewards.semantic import bertscore_f1, embedding_cosine
+from medrl.rewards.semantic import bertscore_f1, embedding_cosine, read_answers
 
 GAMMAS = (0.4, 0.4, 0.2)
 
@@ -226,7 +227,9 @@ class AdaptiveSemanticReward:
 
     def __call__(self, prompts, completions, **kwargs) -> list[float | None]:
         log = kwargs.get("log_metric")
-        return record_unscorable(self, score_answers(completions, kwargs, lambda p, r: self.scores(p, r, log),
+        # the answers as the decision reads them (medrl.rewards.semantic.read_answers): no hidden text embedded
+        return record_unscorable(self, score_answers(completions, kwargs,
+                                                     lambda p, r: self.scores(read_answers(p, r), r, log),
                                                      reward=self.__name__))
 
     def state_dict(self) -> dict:
@@ -271,7 +274,8 @@ class ArmedReward:
         rejected = guarded_rows(parsed, refs, idx, kwargs, reward=self.__name__)
         kept = [i for i in idx if i not in rejected]
         questions = column(kwargs, "question", len(completions), reward=self.__name__)
-        preds = {i: scored_text(parsed[i].answer, refs[i], question=questions[i]) for i in kept}
+        # the answer as the decision reads it (medrl.answers.metric_text): markup is never scored as content
+        preds = {i: metric_text(parsed[i].answer, refs[i], question=questions[i]) for i in kept}
         r_as = dict(zip(kept, self.semantic.scores([preds[i] for i in kept], [refs[i] for i in kept],
                                                    kwargs.get("log_metric"))))
         out: list = [None] * len(completions)
@@ -291,14 +295,19 @@ class ArmedReward:
         self.semantic.load_state_dict(state)
 
 
-def textual_rewards(preds, refs, lambda1: float = 0.5) -> list[float]:
-    """Eq. 3 for a batch of (answer, reference) pairs."""
+def textual_rewards(preds, refs, lambda1: float = 0.5, questions=None) -> list[float]:
+    """Eq. 3 for a batch of (answer, reference) pairs, each answer as the decision reads it
+    (:func:`medrl.rewards.semantic.read_answers`)."""
+    preds = read_answers(preds, refs, questions)
     return [textual_reward(bleu1(p, r), rouge1(p, r), lambda1) for p, r in zip(preds, refs)]
 
 
 def semantic_rewards(preds, refs, lambda2: float = 0.2, model: str | None = None,
-                     bertscore_model: str | None = None, num_layers: int | None = None) -> list[float]:
-    """Eq. 4 (raw, not adapted) for a batch of (answer, reference) pairs."""
+                     bertscore_model: str | None = None, num_layers: int | None = None,
+                     questions=None) -> list[float]:
+    """Eq. 4 (raw, not adapted) for a batch of (answer, reference) pairs, each answer as the
+    decision reads it (:func:`medrl.rewards.semantic.read_answers`)."""
+    preds = read_answers(preds, refs, questions)
     bs = bertscore_f1(preds, refs, bertscore_model, num_layers=num_layers)
     cs = embedding_cosine(preds, refs, model)
     return [semantic_reward(b, c, lambda2) for b, c in zip(bs, cs)]

@@ -103,14 +103,16 @@ def embed_rewards(preds: list[str | None], refs: list[str], threshold: float = 0
                   model: str | None = None, min_chars: int = 2, min_words: int = 1,
                   max_nonalnum_ratio: float = 0.5, questions: list[str | None] | None = None) -> list[float]:
     """R_embed for a batch: guards, gate, then 1.0 if cosine >= ``threshold`` else 0.0."""
+    from medrl.answers import metric_text
     from medrl.common.embeddings import cosine_pairs
 
     qs = questions if questions is not None else [None] * len(preds)
     out: list[float | None] = [answer_guard(p, r, question=q) for p, r, q in zip(preds, refs, qs)]
     todo = []
     for i, (p, r) in enumerate(zip(preds, refs)):
-        if out[i] is None:
-            a, b = strip_punctuation(clean_answer(p)), strip_punctuation(clean_answer(r))
+        if out[i] is None:  # the answer as the decision reads it: markup and comments are never embedded
+            a = strip_punctuation(clean_answer(metric_text(p, r, question=qs[i])))
+            b = strip_punctuation(clean_answer(r))
             if not embedding_gate(p, min_chars, min_words, max_nonalnum_ratio) or not a or not b:
                 out[i] = 0.0
             else:

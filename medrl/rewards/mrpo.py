@@ -71,13 +71,18 @@ def answer_rewards(preds: Sequence[str], refs: Sequence[str], model: str | None 
     symbols, injection, padding, hedge, negation of the reference, candidate list, hard mismatch)
     scores 0 before any metric, so no exploit earns more than a committed wrong answer's
     lexical/BERTScore overlap. (The TRL reward also passes the question to the guard.)
-    An answer equal to the reference after normalisation keeps Eq. 2 (its value near 1).
+    An answer equal to the reference after normalisation keeps Eq. 2 (its value near 1); any
+    other answer is scored as the decision reads it (:func:`medrl.answers.metric_text`: "<!-- X
+    --> W" is scored as "W").
     """
+    from medrl.answers import metric_text
+
     out = [0.0] * len(preds)
     qs = list(questions) if questions is not None else [None] * len(preds)
     todo = [i for i, (p, r) in enumerate(zip(preds, refs)) if answer_rejection(p, r, question=qs[i]) is None]
-    if todo:
-        ps, rs = [preds[i] for i in todo], [refs[i] for i in todo]
+    if todo:  # the answer as the decision reads it (markup and HTML comments are never scored as content)
+        ps = [metric_text(preds[i], refs[i], question=qs[i]) for i in todo]
+        rs = [refs[i] for i in todo]
         bs = bertscore_f1(ps, rs, model, num_layers=num_layers)
         for i, p, r, b in zip(todo, ps, rs, bs):
             out[i] = answer_reward(rouge1(p, r), bleu1(p, r), b, lambda1, lambda2)

@@ -36,6 +36,7 @@ class AlertSignal(str, Enum):
     FORMAT_DROP = "format_drop"
     ZERO_VARIANCE = "zero_variance"
     PROBE_GAP = "probe_gap"
+    ANSWER_LEAK = "answer_leak"
 
     @staticmethod
     def guard(category: str) -> str:
@@ -69,6 +70,14 @@ class MonitorConfig:
         "direction)")})
     horizon: int = field(default=0, metadata={"help": (
         "steps the false-alarm bound covers; 0 = the run's max_steps (1000 without one)")})
+    # the per-answer leak test (medrl.train.monitor.answers): null_rate as above, per answer and record
+    answer_alt_rate: float = field(default=0.8, metadata={"help": (
+        "p1 of the per-answer leak test: the share of one answer's wrong rollouts a hole pays (nearly all of them)")})
+    answer_alpha: float = field(default=0.05, metadata={"help": (
+        "bound on the chance that any tracked answer raises a false answer_leak alarm within horizon steps of a "
+        "clean run")})
+    max_answers: int = field(default=64, metadata={"help": (
+        "answers the per-answer leak test tracks (the first to appear as wrong answers)")})
     reward_rise: float = field(default=0.25, metadata={"help": (
         "reward_vs_correctness alerts when the answer reward rises by this (relative) over the trend window ...")})
     correct_rise: float = field(default=0.02, metadata={"help": (
@@ -112,6 +121,13 @@ class MonitorConfig:
         horizon = self.horizon or (int(max_steps) if max_steps and max_steps > 0 else DEFAULT_HORIZON)
         return ShareTest(self.null_rate, self.alt_rate, self.alpha / 2, horizon)
 
+    def answer_test(self, max_steps: int | None = None):
+        """The per-answer leak test's settings for a run of ``max_steps`` steps (``horizon`` when set)."""
+        from medrl.train.monitor.answers import AnswerTest
+
+        horizon = self.horizon or (int(max_steps) if max_steps and max_steps > 0 else DEFAULT_HORIZON)
+        return AnswerTest(self.null_rate, self.answer_alt_rate, self.answer_alpha, horizon, self.max_answers)
+
     @classmethod
     def from_value(cls, value: Any) -> "MonitorConfig":
         """``None``/``True`` -> defaults, ``False`` -> off, a dict -> defaults updated; unknown keys
@@ -154,6 +170,7 @@ class MonitorConfig:
         config = cls(**kwargs)
         try:
             config.disagreement_test()
+            config.answer_test()
         except ValueError as exc:
             raise ValueError(f"algorithm.monitor: {exc}") from None
         return config
