@@ -207,15 +207,16 @@ def answer_rejection(answer: str | None, reference: str | None, *, question: str
 
 
 def scored_text(answer: str | None, reference: str, *, question: str | None = None) -> str:
-    """The text an answer metric scores: the reference itself when the answer is the reference
-    by identity (:attr:`medrl.answers.Decision.identical`: the listed normalisations - case,
-    spacing, one final full stop, markup wrappers, NFKC letters and digits, look-alike letters -
-    or the lexicon's identity), else the answer as written. A surface metric
-    (ROUGE, BLEU, BERTScore, an embedding) would otherwise pay "**MRI**" or a fullwidth "ＭＲＩ"
-    less than "MRI" - a correct answer must keep its full reward. The formulas are unchanged."""
-    from medrl.answers import decide
+    """The text an answer metric scores: the answer as the one answer decision reads it
+    (:func:`medrl.answers.metric_text`) - the reference itself when the answer is the reference by
+    identity (case, spacing, a final full stop, markup wrappers, NFKC letters and digits,
+    look-alike letters, the lexicon's identity), else the answer after the decision's listed
+    normalisations and rewrites, with text it does not read (an HTML comment, directional marks)
+    left out. A surface metric (ROUGE, BLEU, BERTScore, an embedding) would otherwise pay "**MRI**"
+    less than "MRI", or pay a reference hidden in a comment; the formulas are unchanged."""
+    from medrl.answers import metric_text
 
-    return reference if answer and decide(answer, reference, question=question).identical else (answer or "")
+    return metric_text(answer, reference, question=question)
 
 
 def guarded_rows(parsed: Sequence[ParsedResponse], refs: Sequence[str | None], idx: Sequence[int],
