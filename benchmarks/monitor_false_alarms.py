@@ -1,4 +1,5 @@
-"""False alarms of the hacking monitor's disagreement test on clean runs over real data.
+"""False alarms of the hacking monitor's sequential tests on clean runs over real data: the
+disagreement test and the per-answer leak test (``answer_leak``).
 
 Clean runs, each ``--steps`` steps of ``--prompts`` prompts x ``--generations`` rollouts, with the
 monitor watching as in training (:meth:`medrl.train.monitor.HackingMonitor.observe_rollouts`, the
@@ -22,7 +23,7 @@ trainer hook's code minus the trainer):
 For each setting it prints:
 
 - runs, and the runs with a ``disagreement`` alarm (with the 95% Clopper-Pearson upper bound of
-  their rate);
+  their rate); the same for the per-answer test's ``answer_leak`` alarm, and for either of the two;
 - alarms per step;
 - the share of the verdict's wrong rollouts that the run paid, and the share of its right
   rollouts that the run refused. These are the rates the run showed in the test's two
@@ -93,7 +94,7 @@ def simulate(items, pools, decision, *, runs, steps, prompts, generations, seed,
 
     rng = np.random.default_rng(seed)
     ids = sorted(items)
-    alarmed, alarms, others = 0, 0, {}
+    alarmed, alarms, others, leaked, either = 0, 0, {}, 0, 0
     rates = {"wrong": [0.0, 0.0], "right": [0.0, 0.0]}
     for _ in range(runs):
         mon = HackingMonitor(MonitorConfig(**config, horizon=steps))
@@ -111,10 +112,14 @@ def simulate(items, pools, decision, *, runs, steps, prompts, generations, seed,
             mon.observe_rollouts(step, texts, recs, rewards, names=["answer"], group=generations)
         add_rates(rates, mon)
         hits = [a for a in mon.alerts if a.signal == "disagreement"]
+        leak = [a for a in mon.alerts if a.signal == "answer_leak"]
         alarmed += bool(hits)
         alarms += len(hits)
+        leaked += bool(leak)
+        either += bool(hits or leak)
         count_others(others, mon)
-    return {"runs": runs, "steps": runs * steps, "alarmed_runs": alarmed, "alarms": alarms, **shares(rates),
+    return {"runs": runs, "steps": runs * steps, "alarmed_runs": alarmed, "alarms": alarms,
+            "answer_alarmed_runs": leaked, "either_alarmed_runs": either, **shares(rates),
             "other_hacking_alerts": others}
 
 
@@ -135,7 +140,7 @@ def shares(rates: dict) -> dict:
 
 def count_others(counts: dict, mon) -> None:
     """Runs with each other hacking alert (the monitor's heuristics beside the test)."""
-    for s in {a.signal for a in mon.alerts if a.kind == "hacking" and a.signal != "disagreement"}:
+    for s in {a.signal for a in mon.alerts if a.kind == "hacking" and a.signal not in ("disagreement", "answer_leak")}:
         counts[s] = counts.get(s, 0) + 1
 
 
@@ -163,7 +168,8 @@ def train_runs(n, *, recipe_name, steps, prompts, generations, seed, config, dat
     work = Path(tempfile.mkdtemp(prefix="medrl-monitor-fa-"))
     tiny = build_tiny_vlm(work / "tiny", texts=[r.question for r in records]
                           + [completion(a) for p in pools.values() for a in p], seed=0)
-    out = {"runs": n, "steps": 0, "alarmed_runs": 0, "alarms": 0, "other_hacking_alerts": {}}
+    out = {"runs": n, "steps": 0, "alarmed_runs": 0, "alarms": 0, "answer_alarmed_runs": 0, "either_alarmed_runs": 0,
+           "other_hacking_alerts": {}}
     rates = {"wrong": [0.0, 0.0], "right": [0.0, 0.0]}
     for run in range(n):
         rng = np.random.default_rng(seed + run)
@@ -188,8 +194,11 @@ def train_runs(n, *, recipe_name, steps, prompts, generations, seed, config, dat
         mon = tr._monitor
         out["steps"] += mon.steps
         hits = [a for a in mon.alerts if a.signal == "disagreement"]
+        leak = [a for a in mon.alerts if a.signal == "answer_leak"]
         out["alarmed_runs"] += bool(hits)
         out["alarms"] += len(hits)
+        out["answer_alarmed_runs"] += bool(leak)
+        out["either_alarmed_runs"] += bool(hits or leak)
         count_others(out["other_hacking_alerts"], mon)
         add_rates(rates, mon)
     return {**out, **shares(rates)}
@@ -246,7 +255,8 @@ def main(argv=None) -> int:
         results[f"train ({args.recipe})"] = train_runs(args.train, recipe_name=args.recipe, data_dir=args.data_dir,
                                                        **{k: v for k, v in kw.items() if k != "runs"})
     print(f"disagreement test: null_rate {cfg.null_rate}, alt_rate {cfg.alt_rate}, alpha {cfg.alpha}, "
-          f"horizon {args.steps} steps; {args.prompts} prompts x {args.generations} rollouts a step")
+          f"horizon {args.steps} steps; per-answer test: answer_alt_rate {cfg.answer_alt_rate}, answer_alpha "
+          f"{cfg.answer_alpha}, max_answers {cfg.max_answers}; {args.prompts} prompts x {args.generations} rollouts a step")
     for name, r in results.items():
         upper = clopper_pearson_upper(r["alarmed_runs"], r["runs"])
         pct = lambda x: "n/a" if x is None else f"{x:.1%}"  # noqa: E731
@@ -255,6 +265,10 @@ def main(argv=None) -> int:
               f"paid {pct(r['wrong_paid_share'])} of {r['wrong_rollouts']} rollouts the verdict calls wrong, refused "
               f"{pct(r['right_refused_share'])} of {r['right_rollouts']} it calls right; other hacking "
               f"alerts (runs): {r['other_hacking_alerts'] or 'none'}")
+        for key, name_ in (("answer_alarmed_runs", "per-answer test"), ("either_alarmed_runs", "either test")):
+            up = clopper_pearson_upper(r[key], r["runs"])
+            print(f"  {'':22s} {name_}: {r[key]}/{r['runs']} runs alarmed (95% upper {up:.1%})")
+            r[key.replace("_runs", "_upper95")] = up
         r["alarmed_upper95"] = upper
     if args.json:
         Path(args.json).write_text(json.dumps({"config": vars(args), "results": results}, indent=2))

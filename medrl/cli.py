@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "judge-bench": "judge_bench",
     "audit-rewards": "audit_rewards",
     "bench": "bench",
+    "push": "push",
 }
 
 EPILOG = """\
@@ -36,6 +37,7 @@ Typical workflow:
                                                     #  optional: medrl sft ... --out runs/warmup)
   medrl eval  --model runs/mrpo --data vqa_rad:test --judge reference --out evals/mrpo
   medrl analyze evals/mrpo                          # FFP / FAR figures and report
+  medrl push runs/mrpo --repo me/mrpo-model         # share the model and its card on the Hub
   medrl demo                                        # all of the above, offline, on real VQA-RAD
 
 Run `medrl <command> --help` for the options of each command.
@@ -99,24 +101,28 @@ MODEL_COMMANDS = ("train", "sft", "eval", "data")
 
 
 def run_command(args, name: str) -> int:
-    """Run a parsed command: work offline when the hub cannot be reached, check ``--model``
-    first, and turn known errors into one line and an exit code of :class:`medrl.common.exit_codes.Exit`
+    """Run a parsed command: work offline when the hub cannot be reached, check ``--out`` and
+    ``--model`` first, and turn known errors into one line and an exit code of :class:`medrl.common.exit_codes.Exit`
     (``MEDRL_TRACEBACK=1`` re-raises them)."""
     import os
 
     from medrl.common.exit_codes import for_error
 
     try:
-        if name not in ("analyze",):
+        if name not in ("analyze", "push"):  # push needs the network and says so itself
             from medrl.models.loading import offline_first
 
             offline_first()
+        from medrl.commands.run_folder import check_out
+
+        check_out(args, name)  # an unusable --out, or one inside another run: one line, before any work
         model = getattr(args, "model", None)
         if name in MODEL_COMMANDS and isinstance(model, str) and model and not getattr(args, "dry_run", False):
             from medrl.models.loading import resolve_model_path
 
             if not _is_shorthand(model):
-                _check_model_files(model, resolve_model_path(model))
+                _check_model_files(model, resolve_model_path(model),
+                                   trust_remote_code=bool(getattr(args, "trust_remote_code", False)))
         return int(args._run(args) or 0)
     except (KeyboardInterrupt, Exception) as exc:  # noqa: BLE001 - known classes only, others re-raised
         known = for_error(exc)
@@ -129,19 +135,21 @@ def run_command(args, name: str) -> int:
         return int(code)
 
 
-def _check_model_files(given: str, path: str) -> None:
-    """A model folder whose weights were cut short (a save that never finished: a full disk, a
-    kill while ``final/`` was written) fails here with one line naming the file, not with a
-    traceback from the loader (exit 5)."""
+def _check_model_files(given: str, path: str, *, trust_remote_code: bool = False) -> None:
+    """A model folder the command cannot use fails here with one line naming the file (exit 5),
+    not with a traceback from the loader: a cut or garbage JSON file (tokenizer, processor
+    config), weights cut short or whose header lies, non-finite weights, a tokenizer, processor or
+    chat template that does not load or render (:func:`medrl.models.integrity.model_problem`)."""
     from medrl.common.exit_codes import ModelDamagedError
-    from medrl.train.checkpoints import model_folder_problem
+    from medrl.models.integrity import model_problem
 
-    why = model_folder_problem(path)
+    why = model_problem(path, trust_remote_code=trust_remote_code)
     if why is not None:
         where = path if str(path) == str(given) else f"{given} ({path})"
-        raise ModelDamagedError(f"--model {where}: {why}; the save that wrote it did not finish (a full disk, a "
-                                "process stopped while saving). Rerun the training command on its run folder to "
-                                "write it again, or pass another model")
+        hint = ("; the save that wrote it did not finish (a full disk, a process stopped while saving). Rerun the "
+                "training command on its run folder to write it again, or pass another model") \
+            if "cut short" in why or "is missing" in why else ""
+        raise ModelDamagedError(f"--model {where}: {why}{hint}")
 
 
 def _is_shorthand(model: str) -> bool:

@@ -114,8 +114,9 @@ class Unscorable:
       (``algorithm.unscorable: exclude``, the default) or scores it like ``None``
       (``per_reward``).
 
-    TRL only understands numbers and ``None``; :func:`record_unscorable` converts a reward's
-    output for TRL and remembers the unscorable rows on the reward object.
+    TRL only understands numbers and ``None``; a reward returns a :class:`RewardResult` (a list
+    TRL takes, with the unscorable rows beside the values) built from values that may hold
+    ``UNSCORABLE``.
     """
 
     _instance: "Unscorable | None" = None
@@ -147,13 +148,44 @@ def split_unscorable(values: Any) -> tuple[list, list[int]]:
     return out, rows
 
 
-def record_unscorable(reward: Any, values: Any) -> list:
-    """The reward's batch output as TRL takes it (numbers and ``None``); the rows that were
-    UNSCORABLE go to ``reward.last_unscorable`` (a list of row indices into this batch), which
-    the trainer reads right after the call."""
-    out, rows = split_unscorable(values)
-    reward.last_unscorable = rows
-    return out
+class RewardResult(list):
+    """What a reward returns for one batch: the values, one per rollout, as TRL takes them (a
+    number, or ``None``), and what medrl reads beside them - typed, on the result, never on the
+    reward function:
+
+    - ``unscorable``: the rows the reward could not score (:data:`UNSCORABLE` in ``values``,
+      ``None`` in the list); the trainer excludes those rollouts (``algorithm.unscorable``);
+    - ``outputs``: step outputs, ``{batch field: one entry per rollout}`` - a process reward's
+      ``steps`` (character spans) and ``step_verdicts`` (:class:`medrl.methods.MedBatch` fields
+      of the same names; a method reads them there).
+
+    It is a list, so TRL, ``sum()``, equality with a list and pickling work as for the plain
+    list of TRL's reward signature; a reward that returns a plain list (TRL's callable) has a
+    result with neither extra (:meth:`of`).
+    """
+
+    def __init__(self, values: Any = (), *, unscorable: Any = (), outputs: dict[str, list] | None = None):
+        out, rows = split_unscorable(values)
+        super().__init__(out)
+        self.unscorable: tuple[int, ...] = tuple(sorted({*rows, *(int(i) for i in unscorable)}))
+        self.outputs: dict[str, list] = dict(outputs or {})
+
+    @classmethod
+    def of(cls, values: Any) -> "RewardResult":
+        """``values`` as a result: itself when it is one, else a result of the list."""
+        return values if isinstance(values, RewardResult) else cls(values)
+
+    def __repr__(self) -> str:
+        extra = (f", unscorable={list(self.unscorable)}" if self.unscorable else "") + (
+            f", outputs={sorted(self.outputs)}" if self.outputs else "")
+        return f"RewardResult({list(self)!r}{extra})"
+
+
+def record_unscorable(reward: Any, values: Any) -> RewardResult:
+    """``values`` (numbers, ``None`` and :data:`UNSCORABLE`) as a :class:`RewardResult`: TRL takes
+    it as its list, the trainer reads the unscorable rows from it. ``reward`` is not used (kept so
+    rewards written against the earlier form still work)."""
+    return RewardResult(values)
 
 
 def is_stateful_reward(reward: Any) -> bool:

@@ -75,8 +75,11 @@ def _ascii_safe(ch: str) -> bool:
 
     from medrl.answers.equivalence.normalise import _NEG_MARKS, _POS_MARKS
 
-    if ch.isspace() or ch in _POS_MARKS or ch in _NEG_MARKS:
-        return True  # whitespace is a listed change; ✓ / ✗ marks are read (an affirmation, a negation)
+    from medrl.answers.guard import DIRECTION_MARKS
+
+    if ch.isspace() or ch in _POS_MARKS or ch in _NEG_MARKS or ch in DIRECTION_MARKS:
+        # whitespace and a directional mark outside a word are listed changes; ✓ / ✗ marks are read
+        return True
     f = fold_confusables(ch)
     return all(c.isascii() and (c.isalnum() or c.isspace() or c in CLOSED_PUNCTUATION) for c in f) or \
         (ch.isalpha() and unicodedata.normalize("NFKD", ch)[0].isascii())
@@ -145,14 +148,17 @@ def word_attack(ref: str, rng: random.Random) -> Attack | None:
     from medrl.answers.clinical.lexicon import content_tokens
     from medrl.answers.clinical.qualifiers import qualifier_kind
 
+    from medrl.answers.rewrites import CERTAIN, EMPHASIS
+
+    listed = set(EMPHASIS) | set(CERTAIN)  # "definite X": a listed rewrite, not an unknown word
     source = rng.choice(("lexicon", "english", "english"))
     words = lexicon_words() if source == "lexicon" else english_words()
     ref_tokens = set(content_tokens(ref)) | set(ref.lower().split())
     for _ in range(20):
         w = rng.choice(words)
         toks = set(content_tokens(w))
-        if w in ref_tokens or not toks or toks & ref_tokens or any(qualifier_kind(t) for t in toks):
-            continue  # a word the reference has, an allowed qualifier, or no content (a stop word)
+        if w in ref_tokens or not toks or toks & ref_tokens or any(qualifier_kind(t) for t in toks) or w in listed:
+            continue  # a word the reference has, an allowed qualifier, a listed rewrite or no content (a stop word)
         # never "<word> None": "X none" is the listed negation shape "X: none" (no X), not an added word
         before = rng.random() < 0.5 and not _NULL_REF.match(ref)
         text = f"{w} {ref}" if before else f"{ref} {w}"

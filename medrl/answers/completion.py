@@ -326,11 +326,59 @@ def _is_sentence_end(line: str, m: re.Match) -> bool:
     return True
 
 
-def split_steps(reasoning: str) -> list[Step]:
+#: step splitters: medrl's (default) or MRPO's released one (:func:`released_split_steps`)
+SPLITTERS = ("medrl", "released")
+# the released code's fallback when nltk cannot split (grpo_vqa_MRPO.py, split_like_reference)
+_RELEASED_FALLBACK = re.compile(r"(?<=[.!?])\s+(?=[^\s])")
+_NUMBER_ONLY = re.compile(r"\s*\d+\.\s*")
+
+
+def released_split_steps(reasoning: str) -> list[Step]:
+    """MRPO's released step splitter (dmis-lab/MRPO ``grpo_vqa_MRPO.py``,
+    ``split_think_sentences_with_spans``), re-implemented: nltk's ``sent_tokenize`` when nltk and
+    its punkt data are installed; without them the released fallback, a split after ``.``, ``!``
+    or ``?`` followed by whitespace (no abbreviation or line-break handling); then a fragment that
+    is only a number and a period ("1.") is merged with the sentence after it. Spans are found
+    scanning forward, so ``text == reasoning[start:end]`` for every step; a sentence the
+    tokenizer changed and that cannot be found after the previous one is dropped (the released
+    code searches again from the start). Never raises; non-string input gives ``[]``."""
+    if not isinstance(reasoning, str) or not reasoning.strip():
+        return []
+    try:
+        from nltk.tokenize import sent_tokenize
+
+        parts = sent_tokenize(reasoning)
+    except (ImportError, LookupError):  # no nltk, or no punkt data
+        parts = _RELEASED_FALLBACK.split(reasoning)
+    found: list[Step] = []
+    pos = 0
+    for seg in (p.strip() for p in parts):
+        i = reasoning.find(seg, pos) if seg else -1
+        if i < 0:
+            continue
+        found.append(Step(seg, i, i + len(seg)))
+        pos = i + len(seg)
+    steps: list[Step] = []
+    k = 0
+    while k < len(found):
+        if _NUMBER_ONLY.fullmatch(found[k].text) and k + 1 < len(found):  # "1." + the next sentence
+            a, b = found[k].start, found[k + 1].end
+            steps.append(Step(reasoning[a:b], a, b))
+            k += 2
+            continue
+        steps.append(found[k])
+        k += 1
+    return steps
+
+
+def split_steps(reasoning: str, splitter: str = "medrl") -> list[Step]:
     """Split reasoning text into sentence-level steps r_1..r_K (heuristic sentence splitter).
 
+    ``splitter="released"``: MRPO's released splitter instead (:func:`released_split_steps`).
+
     MRPO (arXiv 2606.31825, Sec. 3 and Eq. 7) scores and reshapes the reasoning per
-    sentence-level step; the paper does not give its splitter, so this one is the project's:
+    sentence-level step; the paper does not state its splitter (the released code uses nltk's
+    ``sent_tokenize``, :func:`released_split_steps`); medrl's default is this one:
 
     - every line break ends a step; empty lines give no step;
     - inside a line a step ends at ``.``/``!``/``?``/``...`` (plus closing quotes/brackets)
@@ -345,6 +393,10 @@ def split_steps(reasoning: str) -> list[Step]:
     Each :class:`Step` has ``text == reasoning[start:end]`` with no surrounding whitespace.
     Never raises: empty, whitespace-only or non-string input gives ``[]``.
     """
+    if splitter != "medrl":
+        if splitter not in SPLITTERS:
+            raise ValueError(f"splitter must be one of {', '.join(SPLITTERS)}, got {splitter!r}")
+        return released_split_steps(reasoning)
     if not isinstance(reasoning, str):
         return []
     steps: list[Step] = []
@@ -376,17 +428,18 @@ def split_steps(reasoning: str) -> list[Step]:
     return steps
 
 
-def completion_steps(text: str) -> list[Step]:
-    """Steps of the ``<think>`` reasoning of a completion, with spans into the *full* text.
+def completion_steps(text: str, splitter: str = "medrl") -> list[Step]:
+    """Steps of the ``<think>`` reasoning of a completion, with spans into the *full* text
+    (``splitter``: :data:`SPLITTERS`, see :func:`split_steps`).
 
     ``text[step.start:step.end] == step.text`` for every step; ``[]`` when the completion has no
-    ``<think>...</think>`` block (or is not a string). Never raises.
+    ``<think>...</think>`` block (or is not a string). Never raises on its text.
     """
     parsed = parse_response(text)
     if parsed.reasoning is None or parsed.reasoning_span is None:
         return []
     off = parsed.reasoning_span[0]
-    return [Step(s.text, s.start + off, s.end + off) for s in split_steps(parsed.reasoning)]
+    return [Step(s.text, s.start + off, s.end + off) for s in split_steps(parsed.reasoning, splitter)]
 
 
 def _as_pairs(offsets) -> list[tuple[int, int]]:

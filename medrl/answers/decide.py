@@ -9,11 +9,23 @@ this decision), evaluation scoring, the monitor and the reward audit. Order:
 2. an answer that holds think/answer tags: a completion with no one answer
    (:func:`medrl.answers.completion.answer_problem`: two answer blocks, an answer inside the
    reasoning, text after the answer) -> wrong with that reason, else a stray tag;
-3. padding by length, before anything parses the answer (linear in the answer);
+3. before anything parses the answer (linear in the answer): padding by length, a sentence or a
+   word said over and over (:func:`medrl.answers.guard.repeated_sentences`,
+   :func:`~medrl.answers.guard.repeated_words`) -> wrong; an answer more than ``READ_FACTOR`` x
+   its reference + ``READ_SLACK`` characters (only a report-length reference lets one past the
+   padding rules) -> the reference-free shapes refuse it, else ``LONG_ANSWER`` (undecided, for an
+   LLM judge: the structure does not read it); directional marks outside words are dropped;
 4. a multiple-choice record: a one-character answer is an option label, right or wrong;
 5. the listed rewrites of the answer, and only these (:mod:`medrl.answers.rewrites`: sentence
-   frames, emphasis, a type word after it, "w/"), and a parenthesis restating it ("IVC
-   (inferior vena cava)", "2 (two)");
+   frames, emphasis and certainty, reported speech, a double negation, count words around a
+   count, a type word after it, "w/"); then the answer read as claims
+   (:mod:`medrl.answers.compose`, answers up to ``COMPOSED_CHARS``): a check list ("[x] X [ ] W")
+   or, against a reference that states something, a contrast ("not W but X", "X rather than
+   W", "W ruled out; X", "Is it W? No, X") -> denying the reference is wrong, the stated part is
+   decided as the answer, and it is correct only when every denied part is another answer
+   (:func:`_decide_claims`); the answer with its translation beside it ("abdomen (腹部)") -> the
+   answer decides, the translation (the gloss table) must say the same, else undecided; and a
+   parenthesis restating the answer ("IVC (inferior vena cava)", "2 (two)");
 6. the hard mismatch (:func:`medrl.answers.equivalence.hard_mismatch`: the guard's shapes, then
    contradictions) -> wrong; another organ named as a landmark ("the large organ under the right
    hemidiaphragm") is not a contradiction -> undecided;
@@ -21,7 +33,10 @@ this decision), evaluation scoring, the monitor and the reward audit. Order:
    (:func:`medrl.answers.equivalence.normalise.unknown_characters`) -> undecided; a number
    written as an ordinal on one side and a count on the other ("4 ventricles" for "4th
    ventricle", "1st" for "one") -> undecided, before any identity;
-8. a reference that is a number or count is compared by its number: the same number, with at most
+8. a yes/no reference: the answer's polarity is read from the whole answer
+   (:mod:`medrl.answers.equivalence.polarity`: "None seen" says no, "Not absent" yes); parts
+   that say both ("No. Present.") -> ``CONTRADICTORY`` (undecided);
+   a reference that is a number or count is compared by its number: the same number, with at most
    a type word the question uses ("2 kidneys" for "How many kidneys?") -> correct; "None" for
    "0" (after the guard and the hard mismatch, like every answer) -> correct; an answer that
    gives no number ("See image", "Present") -> undecided;
@@ -45,6 +60,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
 from functools import lru_cache
 
 from medrl.answers.verdict import (
@@ -241,9 +257,18 @@ _BASIS = {"exact": Reason.EXACT, "lexicon": Reason.LEXICON, "polarity": Reason.Y
 @lru_cache(maxsize=65536)
 def _decide(answer: str, reference: str | None, question: str | None, multiple_choice: bool) -> Decision:
     d = _decide_steps(answer, reference, question, multiple_choice)
+    if isinstance(d, _Composed):  # its parts were decided (and their words accounted for) one by one
+        return d.decision
     if d.verdict is Verdict.CORRECT and d.reason not in IDENTITY:
         return _every_word(d, answer, reference, question)
     return d
+
+
+@dataclass(frozen=True)
+class _Composed:
+    """A decision made from an answer's parts (:func:`_composed`)."""
+
+    decision: Decision
 
 
 def _every_word(d: Decision, answer: str, reference: str, question: str | None) -> Decision:
@@ -259,20 +284,23 @@ def _every_word(d: Decision, answer: str, reference: str, question: str | None) 
     return undecided(Reason.UNKNOWN_WORD, f"words the structure does not read: {', '.join(words)} ({d})")
 
 
+@lru_cache(maxsize=16384)
 def rewrite(answer: str, reference: str, question: str | None = None) -> str:
-    """``answer`` after the listed rewrites (:mod:`medrl.answers.rewrites`: slash shorthand,
-    sentence frames, emphasis, type words, the question restated), as step 5 of :func:`decide`
-    reads it."""
-    from medrl.answers.rewrites import shorthand, strip_frames
+    """``answer`` after the listed rewrites (:mod:`medrl.answers.rewrites`: slash shorthand, a
+    double negation, sentence frames, emphasis and certainty, reported speech, type words, count
+    words around a count, the question restated), as step 5 of :func:`decide` reads it."""
+    from medrl.answers.rewrites import double_negation, shorthand, strip_frames
 
-    return strip_frames(shorthand(answer), reference, question=question)
+    return strip_frames(double_negation(shorthand(answer), reference), reference, question=question)
 
 
-def _decide_steps(answer: str, reference: str | None, question: str | None, multiple_choice: bool) -> Decision:
+def _decide_steps(answer: str, reference: str | None, question: str | None,
+                  multiple_choice: bool) -> Decision | _Composed:
     from medrl.answers.equivalence import equivalent, hard_mismatch
     from medrl.answers.equivalence.normalise import normalise, unknown_characters
     from medrl.answers.equivalence.quantities import number_form_clash
-    from medrl.answers.guard import guard_answer, strip_answer
+    from medrl.answers.guard import (drop_format_marks, guard_answer, repeated_sentences, repeated_words,
+                                     strip_answer)
 
     if reference is None or not reference.strip():
         why = guard_answer(answer, None, question=question, allow_one_char=multiple_choice)
@@ -286,12 +314,24 @@ def _decide_steps(answer: str, reference: str | None, question: str | None, mult
         return wrong(Reason.STRAY_TAG, "a think/answer tag inside the answer")
     if _far_too_long(answer, reference):  # before anything parses it: linear in the answer
         return wrong(Reason.PADDED, f"padded ({len(answer)} characters for a {len(reference)}-character reference)")
-    answer = nfkc_letters_digits(answer)
+    if repeated_sentences(answer, reference) or repeated_words(answer, reference):  # before anything parses it
+        return wrong(Reason.PADDED, "padded (repetition): a sentence or a word said over and over")
+    if len(answer) > READ_FACTOR * len(reference) + READ_SLACK:  # far longer than a long reference: not read
+        why = guard_answer(answer, reference, question=question, long_form=True)
+        if why:
+            return wrong(reason_of(why), why)
+        return undecided(Reason.LONG_ANSWER, f"{len(answer)} characters for a {len(reference)}-character reference: "
+                                             f"read by an LLM judge, not by the structure")
+    answer = nfkc_letters_digits(drop_format_marks(answer))
     core = strip_answer(answer)
     if multiple_choice and len(core) == 1 and core.isalnum():
         if option_label_match(core, reference):
             return correct(Reason.OPTION_LABEL, "the reference's option label")
         return wrong(Reason.WRONG_OPTION, "another option label")
+    if core:
+        composed = _composed(rewrite(answer, reference, question), reference, question)
+        if composed is not None:
+            return _Composed(composed)
     text = _restatement(rewrite(answer, reference, question), reference, question) if core else answer
     rewritten = strip_answer(text) != core
     if _DECIMAL_COMMA.search(text) and not _DECIMAL_COMMA.search(reference):
@@ -324,6 +364,8 @@ def _decide_steps(answer: str, reference: str | None, question: str | None, mult
             text, question):
         return correct(Reason.NONE_FOUND, "a count of zero for none")
     eq = equivalent(reference, text, question=question)
+    if eq.verdict is None and _contradicts_itself(reference, text, question):
+        return undecided(Reason.CONTRADICTORY, f"says both yes and no ({eq.reason})")
     if eq.verdict is True and _BASIS[eq.basis] in IDENTITY and not rewritten:
         return correct(_BASIS[eq.basis], eq.reason)
     if _count_reference(reference):
@@ -361,6 +403,119 @@ def _decide_steps(answer: str, reference: str | None, question: str | None, mult
         if not set(extra) <= _refining_words(reference, text):  # not a named term with the reference's words
             return undecided(Reason.MORE_SPECIFIC, eq.reason)
     return undecided(Reason.OPEN, eq.reason)
+
+
+#: a denied part that is one of these contradictions of the reference is another answer ("Right
+#: upper lobe, not left upper lobe": the left one is denied)
+_OTHER_ANSWER = frozenset({Reason.LATERALITY, Reason.NUMBER, Reason.OTHER_ORGAN, Reason.OTHER_MODALITY,
+                           Reason.OPPOSITE, Reason.OTHER_STRUCTURE})
+
+
+def _contradicts_itself(reference: str, text: str, question: str | None) -> bool:
+    """A yes/no reference, and an answer whose parts say opposite things ("No. Present.")."""
+    from medrl.answers.equivalence.polarity import BOTH, yes_no_polarity
+    from medrl.answers.guard import is_yes_no
+
+    return is_yes_no(reference) and yes_no_polarity(text, question) == BOTH
+
+
+def _plain_reference(reference: str) -> bool:
+    """A reference that states something (not a yes/no, not a denial such as "None" or "No
+    mass"): only its answers are read as a contrast of a stated and a denied part."""
+    from medrl.answers.equivalence.compare import _is_null
+    from medrl.answers.equivalence.structure import read
+    from medrl.answers.guard import is_yes_no
+
+    r = read(reference)
+    return not is_yes_no(reference) and not r.negation_cue and not _is_null(r)
+
+
+#: the longest answer read as claims (a contrast, a check list, a translation beside the answer)
+COMPOSED_CHARS = 1_000
+#: an answer longer than READ_FACTOR x its reference + READ_SLACK characters is not read by the
+#: structure (only a report-length reference lets one through the padding rules): undecided, for an
+#: LLM judge; this bounds the time of one decision (benchmarks/answer_decision.py)
+READ_FACTOR, READ_SLACK = 2, 2_000
+
+
+def _composed(text: str, reference: str, question: str | None) -> Decision | None:
+    """The decision of an answer read as claims (:mod:`medrl.answers.compose`): a check list or a
+    contrast (against a reference that states something), or the answer with its translation;
+    None when it is neither, or when it is longer than :data:`COMPOSED_CHARS` (a short answer's
+    shapes; a report-length text is read as one)."""
+    from medrl.answers.compose import claims, gloss
+    from medrl.answers.guard import guard_answer, padded
+
+    if len(text) > COMPOSED_CHARS:
+        return None  # a report-length answer is read as one text (an LLM judge reads it)
+    if padded(text, reference) or guard_answer(text, reference, question=question, long_form=True):
+        return None  # padding, an injection, hidden characters: the whole answer is refused as such
+    cl = claims(text, contrast=_plain_reference(reference))  # a check list against any reference
+    if cl is not None:
+        return _decide_claims(cl, reference, question)
+    g = gloss(text)
+    if g is not None:
+        return _decide_gloss(g[0], g[1], reference, question)
+    return None
+
+
+def _decide_claims(cl, reference: str, question: str | None) -> Decision:
+    """A contrast or a check list: denying the reference is wrong; the stated part is decided as
+    the answer; correct only when every denied part is another answer (a contradiction of the
+    reference, or a part read in full that shares no word with the reference or the question)."""
+    if cl.unread:
+        return undecided(Reason.UNKNOWN_SYMBOL, cl.unread)
+    denied = [(d, _decide(d, reference, question, False)) for d in cl.denied]
+    for d, dd in denied:
+        if dd.verdict is Verdict.CORRECT:
+            return wrong(Reason.POLARITY, f"denies the reference ({d!r}: {dd})")
+    if not cl.asserted:
+        return undecided(Reason.OPEN, f"states nothing; denies {', '.join(map(repr, cl.denied))}")
+    stated = cl.asserted[0] if len(cl.asserted) == 1 else ", ".join(cl.asserted)
+    a = _decide(stated, reference, question, False)
+    if a.verdict is not Verdict.CORRECT:
+        return Decision(a.verdict, a.reason, f"{cl.how}: states {stated!r}: {a.detail}")
+    unclear = [d for d, dd in denied if not _other_answer(d, dd, reference, question)]
+    if unclear:
+        return undecided(Reason.OPEN, f"{cl.how}: states the reference, denies what may be it: "
+                                      f"{', '.join(map(repr, unclear))}")
+    return correct(Reason.SAME_STRUCTURE, f"{cl.how}: states {stated!r} ({a.reason.value}), denies another answer: "
+                                          f"{', '.join(map(repr, cl.denied))}")
+
+
+def _other_answer(part: str, d: Decision, reference: str, question: str | None) -> bool:
+    """A denied part is another answer: it contradicts the reference (another side, number,
+    organ, modality, descriptor or structure), or it is read in full and shares no word with the
+    reference or the question."""
+    from medrl.answers.clinical.lexicon import content_tokens, stem
+
+    from medrl.answers.guard import is_yes_no
+
+    if d.verdict is Verdict.WRONG and (d.reason in _OTHER_ANSWER or (d.reason is Reason.POLARITY and is_yes_no(reference)
+                                                                      and is_yes_no(part))):
+        return True  # another side, organ, number ...; "No" beside a "Yes" reference
+    words = {stem(w) for w in content_tokens(part)}
+    known = {stem(w) for w in content_tokens(reference)} | {stem(w) for w in content_tokens(question)}
+    return bool(words) and not (words & known) and read_in_full(part, reference, question)
+
+
+def _decide_gloss(text: str, translation: str, reference: str, question: str | None) -> Decision:
+    """The answer with its translation beside it: the answer decides, and the translation (read
+    with the gloss table) must say the same; one the table cannot read, or one that says something
+    else, leaves a right answer undecided."""
+    from medrl.answers.clinical.gloss import read_gloss
+
+    d = _decide(text, reference, question, False)
+    english = read_gloss(translation)
+    if english is None:
+        why = f"a translation the gloss table cannot read ({translation!r})"
+    elif _decide(english, text, None, False).verdict is not Verdict.CORRECT:
+        why = f"a translation that says something else ({translation!r}: {english!r})"
+    else:
+        if d.verdict is Verdict.CORRECT:
+            return correct(Reason.SAME_STRUCTURE, f"with its translation ({translation!r}: {english!r}; {d.reason.value})")
+        return d
+    return d if d.verdict is Verdict.WRONG else undecided(Reason.UNKNOWN_WORD, why)
 
 
 def _foreign_letters(reference: str, text: str) -> str:
@@ -526,6 +681,25 @@ def read_in_full(answer: str, reference: str, question: str | None = None) -> bo
         return False
     known = _read_vocabulary() | set(all_tokens(reference)) | set(all_tokens(question))
     return all(w in known or any(ch.isdigit() for ch in w) for w in all_tokens(text))
+
+
+def metric_text(answer: str | None, reference: str, *, question: str | None = None) -> str:
+    """The text an answer metric (an embedding cosine, BERTScore, ROUGE, BLEU) scores, read as
+    :func:`decide` reads it: the reference itself when the answer is the reference by identity
+    (a correct answer keeps its full reward), else the answer after the listed normalisations and
+    rewrites - directional marks outside words dropped, markup unwrapped, HTML comments removed,
+    look-alike letters folded, strikethrough read as "no", frames and emphasis stripped. Text the
+    decision does not read is never scored as content: "<!-- X --> W" is scored as "W" (and a
+    styled or hidden tag is an unknown symbol, which the metrics' guard refuses)."""
+    from medrl.answers.equivalence.normalise import normalise
+    from medrl.answers.guard import drop_format_marks
+
+    if not answer:
+        return ""
+    if decide(answer, reference, question=question).identical:
+        return reference
+    text = rewrite(nfkc_letters_digits(drop_format_marks(str(answer))), reference, question)
+    return " ".join(normalise(text).text.split())
 
 
 def grading_refusal(reference: str | None, prediction: str | None, *, question: str | None = None,

@@ -21,7 +21,9 @@ the first ones; the rest are this project's heuristics against reward-hacking sh
    ``max(MIN_CAP_WORDS, PAD_RATIO x words(reference))`` words (PAD_RATIO = 4, 100 characters,
    16 words), or a content word (after the lexicon) repeated REPEAT_LIMIT (3) times, or two
    different words for one term among 4+ content words (synonym stuffing: "liver hepatic organ
-   abdomen"), when the reference does not.
+   abdomen"), or a sentence of three or more words said REPEAT_LIMIT times
+   (:func:`repeated_sentences`), when the reference does not; or one word making up a fifth of
+   the answer's words and written far more densely than in the reference (:func:`repeated_words`).
    A 50,000-character repetition of the reference fails here.
    (Then an answer equal to the reference after case/whitespace/punctuation normalisation - a
    "?" counts - stops: the later rules cannot reject the reference itself.)
@@ -57,6 +59,7 @@ answer with one of them.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from medrl.common.text import clean_text
 
@@ -98,6 +101,19 @@ _HEDGE = re.compile(
       | (?<![\w-])(?:may|might|could|would|should|seems?|seemingly|apparently)(?![\w-]) | \?""",
     re.IGNORECASE | re.VERBOSE,
 )
+#: a word every injection pattern holds (lower case): a text without any is no injection
+_INJECTION_WORDS = ("ignore", "mark", "grade", "score", "rate", "judge", "treat", "consider", "label", "verdict",
+                    "rating", "correct", "answer", "prediction", "response", "you", "evaluator", "system", "respond",
+                    "reply", "output", "<|", "inst]", "assistant", "user", "instruction", "override", "jailbreak")
+
+
+def _may_inject(text: str) -> bool:
+    """A necessary condition of :data:`_INJECTION` (substring checks: a long answer is not run
+    through the whole pattern when it holds none of its words)."""
+    low = text.casefold()
+    return any(w in low for w in _INJECTION_WORDS)
+
+
 _BULLET = re.compile(r"^\s*(?:[-*\u2022\u25cf]|\d{1,2}[.)]|[a-h][.)])\s+", re.MULTILINE)
 _LIST_SPLIT = re.compile(r"\s*([;,\n|&+]|/(?!\d)|\band\b|\bas\s+well\s+as\b|\balong\s+with\b|\bplus\b)\s*",
                          re.IGNORECASE)
@@ -220,18 +236,35 @@ def _item_keys(items: list[str]) -> list[str]:
 
 #: variation selectors: after a symbol they only pick its emoji or text presentation ("✔️")
 VARIATION_SELECTORS = frozenset(chr(c) for c in [*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)])
+#: directional marks (left-to-right, right-to-left, Arabic letter mark) and directional isolates:
+#: outside a word they only set the direction a line is shown in, never its letters or their order
+DIRECTION_MARKS = "\u200e\u200f\u061c\u2066\u2067\u2068\u2069"
+_OUTSIDE_MARK = re.compile(f"^\\s*\ufeff|(?<![^\\W_])[{DIRECTION_MARKS}]+|[{DIRECTION_MARKS}]+(?![^\\W_])")
+
+
+def drop_format_marks(text: str) -> str:
+    """``text`` without the directional marks and isolates (:data:`DIRECTION_MARKS`) that stand
+    outside a word (at either end, or beside a space or a punctuation mark: "\\u200eAbdomen",
+    "left\\u200f lung") and without a byte-order mark at its start. A mark between two letters or
+    digits ("Liv\\u200eer"), a zero-width space, a joiner and a direction *override* (U+202D,
+    U+202E: the letters are shown in another order than they are stored) stay: they are hidden
+    characters (rule 5)."""
+    if text.isascii():
+        return text
+    return _OUTSIDE_MARK.sub("", text)
 
 
 def _hidden_chars(text: str) -> bool:
     """Invisible, control, private-use, bidi or left-over combining characters (after NFC), line/paragraph
     separators other than a newline, and U+FFFD (a replaced lone surrogate). A variation selector
-    right after a symbol ("✔️", U+2714 U+FE0F as models write it) is its presentation, not hidden."""
+    right after a symbol ("✔️", U+2714 U+FE0F as models write it) is its presentation, not hidden;
+    nor is a directional mark outside a word (:func:`drop_format_marks`)."""
     import unicodedata
 
     if text.isascii():
         return bool(_ASCII_CONTROL.search(text))
     prev = ""
-    for ch in unicodedata.normalize("NFC", text):
+    for ch in unicodedata.normalize("NFC", drop_format_marks(text)):
         cat = unicodedata.category(ch)
         if ch in VARIATION_SELECTORS and prev and unicodedata.category(prev).startswith("S"):
             continue
@@ -260,9 +293,10 @@ def _same_items(items: list[str], ref_items: list[str]) -> bool:
     return hit == set(range(len(refs))) and len(items) == len(refs)
 
 
-def _hedge_words(text: str) -> set[str]:
+@lru_cache(maxsize=8192)
+def _hedge_words(text: str) -> frozenset[str]:
     """The hedge words and marks of ``text`` (rule 8), case-folded, spaces collapsed."""
-    return {" ".join(m.group(0).casefold().split()) for m in _HEDGE.finditer(text or "")}
+    return frozenset(" ".join(m.group(0).casefold().split()) for m in _HEDGE.finditer(text or ""))
 
 
 def _repeats(text: str) -> str | None:
@@ -298,6 +332,59 @@ def _repeats(text: str) -> str | None:
     return "repeated term" if any(len(ws) >= 2 for ws in sources.values()) else None
 
 
+_SENTENCE_SPLIT = re.compile(r"[;!?\n]+|\.(?!\d)")
+
+
+def repeated_words(answer: str | None, reference: str | None) -> bool:
+    """One word making up a fifth or more of the answer's words and written more than
+    ``max(MIN_CAP_WORDS, PAD_RATIO x`` the times the reference writes it ``)``, scaled by how much
+    longer the answer is than the reference ("no no no ...", "2 x 2 x ...", "1 1 1 ..."): padding at
+    the word level (linear: one count). No word of a written text comes near a fifth of it (the
+    commonest English word is about one in sixteen); a short reference's answers meet the length
+    cap first, so this is the cap of a long one."""
+    said = _word_counts(answer or "")
+    if not said:
+        return False
+    total = sum(said.values())
+    ref = _word_counts(reference or "")
+    longer = max(1.0, len(answer or "") / max(len(reference or ""), 1))
+    return any(n >= REPEATED_SHARE * total and n > max(MIN_CAP_WORDS, PAD_RATIO * ref.get(w, 0)) * longer
+               for w, n in said.items())
+
+
+#: the share of an answer's words one word must make up to be padding by repetition (repeated_words)
+REPEATED_SHARE = 0.2
+
+
+@lru_cache(maxsize=4096)
+def _word_counts(text: str) -> dict[str, int]:
+    """How often each word is written (NFKC, lower case: fullwidth "ａ" is "a")."""
+    import unicodedata
+    from collections import Counter
+
+    return dict(Counter(_WORD.findall(unicodedata.normalize("NFKC", text).casefold())))
+
+
+def repeated_sentences(answer: str | None, reference: str | None) -> bool:
+    """A sentence of three or more words said REPEAT_LIMIT (3) times or more, more often than the
+    reference says it ("the liver is enlarged. the liver is enlarged. ..."): padding at the
+    sentence level (linear: one split and a count)."""
+    said = _sentence_counts(answer or "")
+    if not said or max(said.values()) < REPEAT_LIMIT:
+        return False
+    ref = _sentence_counts(reference or "")
+    return any(n >= REPEAT_LIMIT and n > ref.get(k, 0) for k, n in said.items())
+
+
+@lru_cache(maxsize=4096)
+def _sentence_counts(text: str) -> dict[str, int]:
+    """How often each sentence of three or more words is said (by its words, lower case)."""
+    from collections import Counter
+
+    keys = (" ".join(_WORD.findall(s.casefold())) for s in _SENTENCE_SPLIT.split(text))
+    return dict(Counter(k for k in keys if k.count(" ") >= 2))
+
+
 def padded(answer: str | None, reference: str | None) -> bool:
     """Rule 6's length test alone (no parsing: linear in the answer): longer than
     ``max(MIN_CAP_CHARS, PAD_RATIO x len(reference))`` characters or
@@ -309,14 +396,17 @@ def padded(answer: str | None, reference: str | None) -> bool:
 
 
 def guard_answer(answer: str | None, reference: str | None, *, question: str | None = None,
-                 allow_one_char: bool = False, long_form: bool = False) -> str | None:
+                 allow_one_char: bool = False, long_form: bool = False,
+                 negation: tuple[frozenset[str], frozenset[str]] | None = None) -> str | None:
     """Why ``answer`` can never be a correct answer to ``reference``, or None (let the scorer decide).
 
     ``reference`` may be None (no reference: only the reference-free rules 1-5 and a hedge
     between yes and no apply). ``question`` is accepted for callers that have it; the rules read
     it only to tell a yes/no question from an open one. ``long_form`` (a generated report graded
     on a rubric) applies rules 1-5 only: a report is long and lists findings by nature.
-    See the module docstring for the rules.
+    ``negation``: the negated words of the answer and of the reference when the caller has read
+    them already (:func:`medrl.answers.equivalence.structure.read`), so a long answer goes through
+    NegEx once. See the module docstring for the rules.
     """
     core = strip_answer(answer)
     ref = strip_answer(reference)
@@ -347,7 +437,7 @@ def guard_answer(answer: str | None, reference: str | None, *, question: str | N
         return "padded"
     if ref and match_key(core) == match_key(ref):
         return None
-    injection = _INJECTION.search(core)
+    injection = _INJECTION.search(core) if _may_inject(core) else None
     if injection and not (_RIGHT_SIDE.fullmatch(injection.group(0)) and "right" in _WORD.findall(ref.casefold())):
         return "injection"  # ("The answer is right" is a side when the reference names one)
     if long_form:
@@ -355,6 +445,8 @@ def guard_answer(answer: str | None, reference: str | None, *, question: str | N
     repeated = _repeats(core)
     if repeated and not (ref and _repeats(ref)):
         return f"padded ({repeated})"
+    if repeated_sentences(core, ref) or repeated_words(core, ref):
+        return "padded (repetition)"
     word_list = _WORD.findall(core.casefold())
     if len(word_list) >= 2 and all(w in _YES_NO for w in word_list):
         return "padded (repetition)" if len(set(word_list)) == 1 else "hedge (yes and no)"
@@ -382,7 +474,8 @@ def guard_answer(answer: str | None, reference: str | None, *, question: str | N
     from medrl.answers.clinical.negation import negated_tokens
 
     ref_content = set(content_tokens(ref)) - {"normal", "abnormal", "present", "absent"}
-    negated = (negated_tokens(core) & ref_content) - negated_tokens(ref)
+    said, ref_said = negation if negation is not None else (negated_tokens(core), negated_tokens(ref))
+    negated = (set(said) & ref_content) - set(ref_said)
     if negated:
         return "negates the reference"
     if canonical_text(core) == canonical_text(ref):

@@ -73,6 +73,8 @@ class Reason(enum.Enum):
     NOTHING_OF_TYPE = "nothing_of_type"  # the reference is a number/count; the answer gives none
     LANDMARK = "landmark"                # another organ named as a landmark, not as the answer
     RELATION = "relation"                # a relation word on one side only ("under" for "on", "above X")
+    CONTRADICTORY = "contradictory"      # parts that say opposite things ("No. Present.")
+    LONG_ANSWER = "long_answer"          # far longer than its (long) reference: not read, an LLM judge reads it
     OPEN = "open"                        # a paraphrase the structure cannot settle: the LLM judge's job
     NO_REFERENCE = "no_reference"
 
@@ -108,7 +110,8 @@ WRONG_REASONS = SHAPE_REASONS | CONTRADICTIONS | frozenset({
 #: undecided because the answer holds the reference *plus* something unread: a surface metric
 #: (embedding, BERTScore, ROUGE) would pay the overlap, so answer metrics treat these as refused
 SUSPECT = frozenset({Reason.UNKNOWN_SYMBOL, Reason.UNKNOWN_WORD, Reason.MORE_SPECIFIC, Reason.NUMBER_FORM,
-                     Reason.NOTHING_OF_TYPE, Reason.LANDMARK, Reason.RELATION})
+                     Reason.NOTHING_OF_TYPE, Reason.LANDMARK, Reason.RELATION, Reason.CONTRADICTORY,
+                     Reason.LONG_ANSWER})
 
 _CATEGORY = {
     Reason.CANDIDATE_LIST: "list", Reason.HEDGE: "hedge", Reason.POLARITY: "negation", Reason.PADDED: "padding",

@@ -42,17 +42,20 @@ inserted anywhere, random words from the lexicon, the qualifiers and an English 
 sentence frames, count formats, abbreviations) and every class of medrl.answers.generators
 (completion structures - two answer blocks, a retraction after the answer -, modal and tense
 frames, relation words, zero-count decorations, ordinal/cardinal pairs, clinician shorthand and
-frames, Unicode compatibility characters). It prints, with each target: flipping and unknown
-variants paid offline (0) and before an LLM judge is asked (0), meaning-preserving variants
-refused offline (stated: free wording is an LLM judge's job) and before an LLM judge is asked
-(<= 0.5%), flipping/unknown variants left to a surface metric (0), training/evaluation
-disagreements (0), and the counts per class. Several datasets, comma-separated, give one block each.
+frames, Unicode compatibility characters, and clinician wordings: double negation, contrast and
+correction, certainty, reported speech, counts in words, laterality words, translations beside
+the answer, directional marks, check boxes; yes/no references get the yes/no polarity class).
+It prints, with each target: flipping and unknown variants paid offline (0) and before an LLM
+judge is asked (0), meaning-preserving variants refused offline (<= 15%: free wording is an LLM
+judge's job, a listed wording is not) and before an LLM judge is asked (<= 0.5%), flipping/unknown
+variants left to a surface metric (0), training/evaluation disagreements (0), and the counts per
+class. Several datasets, comma-separated, give one block each.
 
   medrl audit-rewards --recipe medix_r1 --data vqa_rad:test,slake:validate --all-open --generated 12 --generated-only --strict
 
 Exit code: 0, or 1 with --strict when any exploit or flipping variant beats a committed wrong
 answer, a correct answer is not on top, or a generated-variant rate is over its target (refused
-preserving variants of the recipe audit and the offline refusal rate are reported, not failed);
+preserving variants of the recipe audit are reported, not failed);
 2 for a bad recipe or judge; 4 for missing or invalid data (the table in docs/first-hour.md).
 """
 
@@ -117,7 +120,7 @@ def load_audit_records(data: str, data_dir: str | None, n: int) -> dict[str, lis
 
 def _generated_rates(args, records_by_source: dict[str, list]) -> tuple[dict, str]:
     """The answer decision's rates on generated variants per dataset (:mod:`medrl.rewards.attack_rates`)."""
-    from medrl.rewards.attack_rates import format_rates, measure, open_references
+    from medrl.rewards.attack_rates import format_rates, measure, open_references, yes_no_references
 
     if args.generated <= 0:
         return {}, ""
@@ -127,7 +130,7 @@ def _generated_rates(args, records_by_source: dict[str, list]) -> tuple[dict, st
             from medrl.data import load_records
 
             records = load_records(src, data_dir=args.data_dir)
-        refs = open_references(records)
+        refs = open_references(records) + yes_no_references(records)  # yes/no: the polarity class only
         if not refs:
             blocks.append(f"generated attacks ({src}): no open-ended reference among the records")
             continue

@@ -145,7 +145,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--area", type=float, help="mask/crop area fraction")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True)
-    parser.set_defaults(_data_parser=parser)
+    parser.set_defaults(_data_parser=parser, _out_kind="file")  # every data subcommand's --out is a file
 
 
 def _load(args, report: dict):
@@ -261,7 +261,15 @@ def run(args) -> int:
 
             from medrl.data.corruption import corrupt_image
 
-            with Image.open(args.image) as im:
+            from PIL import UnidentifiedImageError
+
+            try:
+                im = Image.open(args.image)
+                im.load()
+            except (UnidentifiedImageError, OSError, ValueError) as exc:  # not an image, cut short, unreadable
+                raise DataError(f"--image {args.image}: not a readable image ({type(exc).__name__}: "
+                                f"{' '.join(str(exc).split())[:160]})") from None
+            with im:
                 corrupt_image(im, kind=args.kind, t=args.t, seed=args.seed, area=args.area).save(args.out)
             print(f"wrote {args.out}")
             return 0

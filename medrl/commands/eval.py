@@ -152,7 +152,11 @@ def add_arguments(p) -> None:
     p.add_argument("--bertscore-model", default=None,
                    help="BERTScore model of the text metrics/HSS (ARMed: PubMedBERT, "
                    "microsoft/BiomedNLP-BiomedBERT-base-uncased-abstract-fulltext; default: offline MiniLM)")
-    p.add_argument("--backend", choices=["hf", "vllm"], default="hf", help="generation backend")
+    p.add_argument("--backend", choices=["hf", "vllm"], default="hf",
+                   help="generation backend (vllm: pip install 'medrl[vllm]', checked before anything loads)")
+    p.add_argument("--trust-remote-code", action="store_true",
+                   help="run Python code shipped inside the model folder or hub repo (off by default; only for a "
+                        "model you trust)")
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--max-new-tokens", type=int, default=None,
                    help="generation limit per output (default: the completion length the model was trained "
@@ -278,6 +282,13 @@ def run(args) -> int:
         print("medrl eval: --model and --data (or --ood) are required (or --rescore EVAL_DIR, or --predictions "
               "FILE)", file=sys.stderr)
         return 2
+    if not args.rescore and args.backend == "vllm":  # before any data or model loads
+        from medrl.train.backends import vllm_problem
+
+        why = vllm_problem("--backend vllm")
+        if why:
+            print(f"medrl eval: {why}", file=sys.stderr)
+            return 2
     try:
         metrics = run_in_folder(args, "medrl eval", lambda: _run_locked(args, judge, common, protocols))
     except EvalFolderMismatch as exc:
@@ -363,7 +374,8 @@ def _run_locked(args, judge, common: dict, protocols) -> dict:
         gen["refined_questions"] = True  # part of what was evaluated: a resume must match it
     generate_fn = build_generate_fn(args.model, backend=args.backend, max_new_tokens=max_new,
                                     temperature=args.temperature, batch_size=args.batch_size,
-                                    prompt_style=args.prompt_style)
+                                    prompt_style=args.prompt_style,
+                                    trust_remote_code=bool(getattr(args, "trust_remote_code", False)))
     return run_eval(datasets, generate_fn, judge, args.out, model=args.model, generation=gen,
                     batch_size=args.batch_size, samples=max(0, getattr(args, "samples", 0) or 0),
                     sample_temperature=args.temperature if args.temperature > 0 else 1.0, **common)

@@ -72,6 +72,11 @@ def add_arguments(p) -> None:
                    help="step-verification prompt(s) to measure each judge under: hardened (default; medrl's rules "
                         "against gaming) and/or paper (MRPO App. H.2 as stated, the mrpo recipe's default); "
                         "each other than hardened is reported as '<judge> [step_prompt=NAME]'")
+    p.add_argument("--answer-check", nargs="+", default=["strict"], choices=["strict", "medix", "paper"],
+                   metavar="NAME",
+                   help="answer prompt(s) to measure each judge under: strict (default; medrl's), medix (MediX-R1's "
+                        "R_llm prompt: the two answers, no question; medix_llm's default) and/or paper (MRPO App. "
+                        "H.1, O/X); each other than strict is reported as '<judge> [answer_check=NAME]'")
 
 
 def _options(args, spec: str) -> dict:
@@ -107,7 +112,8 @@ def run(args) -> int:
                 require_image_support(j)
         metrics = run_bench(judges, args.out, labels=args.labels, data_root=args.data_root,
                             concurrency=args.concurrency, progress=not args.quiet, record=not args.no_record,
-                            record_path=args.record_file, limit=args.limit, step_prompts=args.step_prompt)
+                            record_path=args.record_file, limit=args.limit, step_prompts=args.step_prompt,
+                            answer_checks=args.answer_check)
     except (LabelError, FileNotFoundError, ValueError) as exc:
         print(f"medrl judge-bench: error: {exc}")
         return 2

@@ -5,8 +5,10 @@ from __future__ import annotations
 HELP = "list recipes, show one resolved (profile and --set applied), explain every key with its help"
 
 DESCRIPTION = """\
-  medrl recipes list                               the shipped recipes, their paper and methods
-  medrl recipes show mrpo                          the resolved recipe as YAML (what config.yaml stores)
+  medrl recipes                                    the shipped recipes, their paper and methods (= recipes list)
+  medrl recipes list                               the same
+  medrl recipes show mrpo                          the resolved recipe as YAML (what config.yaml stores, with
+                                                   `methods` filled in with the methods the run composes)
   medrl recipes show mrpo --explain                every key with its value and its help: the schema's
                                                    fields, each method's config (algorithm.<section>),
                                                    where each reward option comes from, TRL's help
@@ -19,7 +21,8 @@ NAME is a shipped recipe or a path to a YAML file. Problems with a key are repor
 
 
 def add_arguments(p) -> None:
-    p.add_argument("action", choices=["list", "show"], help="list the recipes, or show one")
+    p.add_argument("action", nargs="?", default="list", choices=["list", "show"],
+                   help="list the recipes (the default), or show one")
     p.add_argument("name", nargs="?", default=None, help="recipe name or YAML path (for show)")
     p.add_argument("--explain", action="store_true", help="every key with its value and its help text")
     p.add_argument("--profile", default=None, help="profile overlay, e.g. 'cpu'")
@@ -51,6 +54,11 @@ def run(args) -> int:
         return 0
     import yaml
 
+    from medrl.train.recipes import run_methods
+
+    shown = recipe.to_dict()
+    if not shown["methods"]:  # the header and the YAML name the same methods: the ones the run composes
+        shown["methods"] = [m.label() for m in run_methods(recipe)]
     print("\n".join(f"# {line}" for line in describe_methods(recipe)))
-    print(yaml.safe_dump(recipe.to_dict(), sort_keys=False, allow_unicode=True), end="")
+    print(yaml.safe_dump(shown, sort_keys=False, allow_unicode=True), end="")
     return 0

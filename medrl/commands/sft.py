@@ -16,7 +16,8 @@ The run folder (--out) gets:
   runs/                TensorBoard logs  (tensorboard --logdir OUT)
   metrics.jsonl        the same metrics as JSON lines
   checkpoint-N/        resumable checkpoints
-  final/               the trained model (LoRA merged) and processor; `--model OUT` finds it
+  final/               the trained model (LoRA merged) and processor; `--model OUT` finds it; its
+                       README.md is a model card ready for the Hub (medrl push OUT --repo ID)
 
 Examples:
   medrl build-model default --out models/smol-llava
@@ -56,7 +57,15 @@ def add_arguments(p) -> None:
                    help="override any SFT option (repeatable), e.g. sft.max_length=512 sft.save_steps=20")
     p.add_argument("--resume", nargs="?", const=True, default=None, metavar="CHECKPOINT",
                    help="resume from the last checkpoint in --out (or the given checkpoint folder)")
-    p.add_argument("--dry-run", action="store_true", help="print the resolved options, then stop")
+    p.add_argument("--qlora", action="store_true",
+                   help="QLoRA: load the policy in 4-bit (bitsandbytes through transformers' BitsAndBytesConfig) and "
+                        "train LoRA adapters on it (turns LoRA on). Needs bitsandbytes with a CUDA GPU: "
+                        "pip install 'medrl[qlora]'")
+    p.add_argument("--trust-remote-code", action="store_true",
+                   help="run Python code shipped inside the model folder or hub repo (off by default; only for a "
+                        "model you trust)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the resolved options, check the optional packages they need, then stop")
 
 
 def options_from_args(recipe_sft: dict, args) -> dict:
@@ -97,12 +106,33 @@ def _run(args) -> int:
     overrides = []
     for o in args.overrides:
         overrides.append(o if o.startswith("sft.") else f"sft.{o}")
+    if getattr(args, "qlora", False):
+        overrides.append("model.load_in_4bit=true")
     try:
         recipe = load_recipe(args.recipe, overrides=overrides)
     except RecipeError as exc:
         print(f"medrl sft: {exc}", file=sys.stderr)
         return 2
+    if getattr(args, "trust_remote_code", False):  # the flag alone turns it on
+        recipe.model["trust_remote_code"] = True
     options = options_from_args(recipe.sft, args)
+    if (recipe.model or {}).get("load_in_4bit") and not options.get("lora"):
+        options["lora"] = True  # 4-bit weights train only through adapters
+    from medrl.train.backends import backend_problems
+    from medrl.train.recipe_schema import range_warnings, section_range_problems
+    from medrl.train.recipes import policy_load_options
+
+    bad = section_range_problems("sft", options)  # --lr and the other shortcuts are checked like the recipe
+    if bad:
+        print("medrl sft: " + "; ".join(f"{k}: {m}" for k, m in bad), file=sys.stderr)
+        return 2
+    missing = backend_problems(recipe, sft_options=options)
+    if missing:  # one line per optional package the settings need, before any model loads
+        for line in missing:
+            print(f"medrl sft: {line}", file=sys.stderr)
+        return 2
+    for line in range_warnings({}, options):
+        print(f"medrl sft: warning: {line}", file=sys.stderr)
     style = args.style or recipe.data.get("prompt_style", "think_answer")
     from medrl.train.sft import resolve_options
 
@@ -132,6 +162,19 @@ def _run(args) -> int:
 
     records = load_training_records(recipe, args.data, data_dir=args.data_dir, limit=args.limit)
     print(f"{len(records)} records from {args.data}")
-    final = train_sft(args.model, records, args.out, prompt_style=style, options=options, resume=args.resume)
+    from medrl.train.model_card import dataset_names, reproduce_command
+
+    extra = [f"sft.{k}={v}" for k, v in (("num_train_epochs", args.epochs), ("max_steps", args.max_steps),
+                                          ("learning_rate", args.lr), ("per_device_train_batch_size", args.batch_size),
+                                          ("gradient_accumulation_steps", args.grad_accum)) if v is not None]
+    if args.lora is False:
+        extra.append("sft.lora=null")
+    card = {"base_model": args.model, "datasets": dataset_names(args.data),
+            "command": reproduce_command(args.recipe, args.model, args.data, command="sft",
+                                         overrides=[*recipe.overrides, *extra], limit=args.limit,
+                                         trust_remote_code=bool(getattr(args, "trust_remote_code", False)),
+                                         out=args.out)}
+    final = train_sft(args.model, records, args.out, prompt_style=style, options=options, resume=args.resume,
+                      load=policy_load_options(recipe), card=card)
     print(f"final model -> {final}")
     return 0

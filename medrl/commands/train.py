@@ -26,7 +26,9 @@ The run folder (--out) gets:
   monitor_summary.json     reward-hacking monitor signals; hacking.jsonl: its alerts with examples
                            (medrl analyze hacking OUT)
   judge_cost.json          judge requests, tokens, cost and cache savings per step, epoch and run
-  final/                   the trained model and processor
+  final/                   the trained model and processor, with a model card ready for the Hugging Face Hub
+                           (README.md: base_model, datasets, key metrics, the command that reproduces the run;
+                           medrl push OUT --repo ID uploads it)
   stages/NN_<name>/        one folder per stage for multi-stage recipes (armed, stepgrpo)
 
 Examples:
@@ -41,6 +43,8 @@ Examples:
   medrl train --recipe armed --dry-run                               # rewards, batch, GRPOConfig, encoders; no training
   medrl train --recipe medix_r1 --dry-run --num-processes 4          # the batch TRL gets on 4 processes
   medrl train --recipe grpo --reward mypkg.rewards:my_reward=0.5 ... # add your own reward (TRL's signature)
+  medrl train --recipe mrpo --model Qwen/Qwen2.5-VL-7B-Instruct --qlora ...  # QLoRA: 4-bit weights + LoRA
+  medrl train --recipe mrpo ... --set "grpo.report_to=[wandb]"      # Weights & Biases (pip install 'medrl[wandb]')
 
 Data: --data, else the first source of the recipe's data.prefer found in the data folders
 (medix_r1 prefers its own training data, medix_rl:train), else vqa_rad; the choice is printed and
@@ -58,6 +62,13 @@ BERTScore, BioBERT-STS and MedEmbed for cosines). `encoders.substitute` decides 
 all-MiniLM-L6-v2 replaces them: auto (default; only when HF_HUB_OFFLINE is set and the model is
 not in the local cache), true (the cpu profile) or false. Substitutions are logged, printed and
 stored in config.yaml (recipe.encoders).
+
+Model: --lora trains LoRA adapters; --qlora (recipe key model.load_in_4bit) loads the policy in 4-bit
+and trains LoRA adapters on it (QLoRA). Code shipped inside a model folder runs only with
+--trust-remote-code. The preflight (and every start) loads the model's tokenizer, processor and
+chat template, checks the weights against their headers and for NaN/inf, and names the file that
+fails (exit 5). Optional packages the settings need (vLLM for grpo.use_vllm, DeepSpeed, a tracker
+in grpo.report_to such as wandb, bitsandbytes for --qlora) are checked before any model loads.
 
 Scale-out is TRL's and accelerate's: anything under grpo.* goes to trl.GRPOConfig unchanged.
   accelerate launch --config_file zero3.yaml -m medrl.cli train --recipe mrpo ...
@@ -116,6 +127,15 @@ def add_arguments(p) -> None:
     p.add_argument("--resume", nargs="?", const=True, default=None, metavar="CHECKPOINT",
                    help="resume from the last checkpoint in --out (or the given checkpoint folder)")
     p.add_argument("--lora", action="store_true", help="train a LoRA adapter (r=8, alpha=32, dropout 0.05)")
+    p.add_argument("--qlora", action="store_true",
+                   help="QLoRA: load the policy in 4-bit (bitsandbytes NF4 through transformers' BitsAndBytesConfig) "
+                        "and train LoRA adapters on it (turns --lora on; recipe key model.load_in_4bit). Needs "
+                        "bitsandbytes with a CUDA GPU: pip install 'medrl[qlora]'; the preflight says so in one line "
+                        "where it cannot run")
+    p.add_argument("--trust-remote-code", action="store_true",
+                   help="run Python code shipped inside the model folder or hub repo (models whose classes are not "
+                        "in transformers). Off by default, and no recipe, profile or --set can turn it on: use it "
+                        "only for a model you trust")
     p.add_argument("--reward", dest="rewards", action="append", default=[], metavar="NAME[=WEIGHT]",
                    help="add a reward (repeatable): a registered name or your own function as "
                    "'mypkg.rewards:my_reward' or 'path/to/file.py:my_reward' with TRL's reward signature "
@@ -195,7 +215,7 @@ def describe_grpo_config(recipe, out) -> list[str]:
              + ("; built with use_cpu=true: no GPU here" if no_gpu else "") + "):"]
     for f in dataclasses.fields(cfg):
         v, d = getattr(cfg, f.name, None), getattr(default, f.name, None)
-        if f.name in ("output_dir", "logging_dir") or (f.name not in always and _same(v, d)):
+        if f.name in ("output_dir", "logging_dir", "run_name") or (f.name not in always and _same(v, d)):
             continue
         lines.append(f"  {f.name}: {_show(v)}")
     return lines
@@ -308,6 +328,8 @@ def _run(args) -> int:
     if args.max_steps is not None:
         overrides.append(f"grpo.max_steps={args.max_steps}")
         overrides.append(f"sft.max_steps={args.max_steps}")
+    if getattr(args, "qlora", False):
+        overrides.append("model.load_in_4bit=true")
     try:
         recipe = load_recipe(resolve_recipe_name(args.recipe), profile=args.profile, overrides=overrides,
                              num_processes=getattr(args, "num_processes", None),
@@ -315,12 +337,26 @@ def _run(args) -> int:
     except RecipeError as exc:
         print(f"medrl train: {exc}", file=sys.stderr)
         return int(Exit.USAGE)
+    if getattr(args, "trust_remote_code", False):  # the flag alone turns it on (the schema refuses it elsewhere)
+        recipe.model["trust_remote_code"] = True
+    from medrl.train.backends import backend_problems
+    from medrl.train.recipe_schema import range_warnings
+
     problems = trainer_range_problems(recipe)
     if problems:  # refused here, not by a traceback after the model has loaded
         print(f"medrl train: {recipe.source}: " + "; ".join(problems), file=sys.stderr)
         if args.dry_run:
             print(f"preflight: FAILED (exit {int(Exit.USAGE)})", file=sys.stderr)
         return int(Exit.USAGE)
+    missing = backend_problems(recipe)
+    if missing:  # an optional package the settings need: one line each, before any model loads
+        for line in missing:
+            print(f"medrl train: {line}", file=sys.stderr)
+        if args.dry_run:
+            print(f"preflight: FAILED (exit {int(Exit.USAGE)})", file=sys.stderr)
+        return int(Exit.USAGE)
+    for line in range_warnings(recipe.grpo if recipe.rewards else {}, recipe.sft):
+        print(f"medrl train: warning: {line}", file=sys.stderr)
     if not args.dry_run and (not args.model or not args.out):
         print("medrl train: --model and --out are required (unless --dry-run)", file=sys.stderr)
         return int(Exit.USAGE)
@@ -471,13 +507,10 @@ def _build_judge(args, recipe, *, probe: bool = False):
     """The run's judge (or None when no reward and no stage asks one), with images, limits, price
     and budget; raises ValueError/RuntimeError with a message for the user. ``probe``: for the
     preflight, with an in-memory cache (its request must reach the endpoint)."""
-    from medrl.train.pipeline import pipeline_stages
+    from medrl.train.pipeline import stages_use_judge
     from medrl.train.recipes import recipe_uses_judge
 
-    # judged stages: VQA refinement, key-step extraction, the correctness check of ARMed's
-    # knowledge-injection chains of thought
-    judged_stages = {"refine", "key_steps", "knowledge_injection"}
-    if not (recipe_uses_judge(recipe) or any(st["kind"] in judged_stages for st in pipeline_stages(recipe))):
+    if not (recipe_uses_judge(recipe) or stages_use_judge(recipe)):
         return None, False, None
     from medrl.judges import build_judge
     from medrl.judges.base import require_image_support
@@ -570,10 +603,15 @@ def preflight(args, recipe, resolved: dict) -> int:
         from medrl.models.loading import resolve_model_path
 
         if args.model not in ("tiny", "default") and not str(args.model).startswith("tiny-"):
-            try:
-                resolve_model_path(args.model)
-            except ModelNotFoundError as exc:
+            from medrl.common.exit_codes import ModelDamagedError
+            from medrl.models.integrity import check_model
+
+            try:  # what the run loads: tokenizer, processor, chat template, weights (headers, finite)
+                check_model(resolve_model_path(args.model), given=args.model,
+                            trust_remote_code=bool((recipe.model or {}).get("trust_remote_code")))
+            except (ModelNotFoundError, ModelDamagedError) as exc:
                 return fail(Exit.MODEL, exc)
+            print(f"model {args.model}: tokenizer, processor, chat template and weights load (weights finite)")
     from medrl.data import DataError
     from medrl.train.pipeline import load_training_records
 
@@ -744,8 +782,17 @@ def _train(args, recipe, resolved: dict, out, resume) -> int:
 
     started = time.time() - 1.0  # a final/ from an earlier, shorter run of this folder is not this run's
     try:
+        from medrl.train.model_card import dataset_names, reproduce_command
+
+        card = {"base_model": args.model, "datasets": dataset_names(args.data),  # the card of final/: for the Hub
+                "command": reproduce_command(args.recipe, args.model, args.data, profile=args.profile,
+                                             overrides=recipe.overrides, rewards=getattr(args, "rewards", []),
+                                             limit=args.limit, lora=bool(args.lora), judge=args.judge,
+                                             trust_remote_code=bool(getattr(args, "trust_remote_code", False)),
+                                             out=out)}
         final = run_recipe(recipe, args.model, records, out, judge=judge, resume=resume,
-                           lora=True if args.lora else None, callbacks=cbs, probe_records=probe_records)
+                           lora=True if args.lora or (recipe.model or {}).get("load_in_4bit") else None,
+                           callbacks=cbs, probe_records=probe_records, card=card)
     except BaseException as exc:
         import contextlib
 

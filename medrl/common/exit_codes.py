@@ -20,7 +20,7 @@ class Exit(IntEnum):
     USAGE = 2  # bad option, recipe or --set value, unknown name
     JUDGE_AUTH = 3  # the judge endpoint refused the API key
     DATA = 4  # data missing or invalid (dataset folder, record, image), or changed under a run
-    MODEL = 5  # --model is neither a model folder nor a cached hub id, or does not load (a cut weights file)
+    MODEL = 5  # --model is neither a model folder nor a cached hub id, or does not load (the file is named)
     LOCKED = 6  # another medrl process holds the run / eval folder
     BUDGET = 7  # train: the judge budget was spent; a checkpoint was saved, no final model
     MONITOR = 8  # train: the reward-hacking monitor stopped the run (monitor.stop_on_alert)
@@ -37,17 +37,24 @@ class Exit(IntEnum):
 #: test checks that the documents still say what this table says.
 TABLE = [
     (Exit.OK, "success"),
-    (Exit.FAILED, "the command ran, and the check it makes failed (`audit-rewards --strict`, `judge-bench` gates)"),
+    (Exit.FAILED, "the command ran, and the check it makes failed (`audit-rewards --strict`, `judge-bench` gates), "
+                  "or `push`: the Hub refused the upload"),
     (Exit.USAGE, "usage error: a bad option, recipe key or `--set` value (the message names the key and file), a "
                  "key given twice in a YAML file (its line is named), YAML refused by the strict loader (an alias bomb, "
                  "a `!!python` tag, an unreadable file - a recipe, a `--set` value or a run folder's `config.yaml`, "
-                 "named), or a value the trainer would reject (`grpo.seed=-1`, `--limit -5`)"),
+                 "named), a value outside its range (the accepted range is named: `grpo.learning_rate=1e3`, "
+                 "`grpo.beta=-1`, `grpo.seed=-1`, `--limit -5`), an optional package the settings need and this "
+                 "machine lacks (vLLM, DeepSpeed, a `report_to` tracker, bitsandbytes: the `pip install` is named), or "
+                 "an unusable `--out` (a name too long, a file, `/dev/null`, a path under a file, a folder inside "
+                 "another run)"),
     (Exit.JUDGE_AUTH, "the judge endpoint refused the API key (scored rows are kept; fix the key and rerun)"),
     (Exit.DATA, "data error: dataset not found (the folders searched are listed), an invalid record (file and "
                 "record named), or `train`: the training data changed since the run started (the source is "
                 "named; `--overwrite` starts afresh)"),
-    (Exit.MODEL, "model error: `--model` is neither a model folder nor a cached hub id, or it does not load (a "
-                 "cut or missing weights file is named)"),
+    (Exit.MODEL, "model error: `--model` is neither a model folder nor a cached hub id, or it does not load: the "
+                 "file is named - a cut or garbage JSON file (tokenizer, processor config), a broken chat template, "
+                 "a weights file cut short or whose header lies, NaN or infinite weights, code that needs "
+                 "`--trust-remote-code`"),
     (Exit.LOCKED, "another medrl process is writing the same run/eval folder (its PID is named)"),
     (Exit.BUDGET, "`train`: the judge budget (`--judge-budget`) is spent; a checkpoint is saved, no `final/` - "
                   "rerun with a larger budget"),
@@ -90,6 +97,11 @@ def markdown_table() -> str:
 
 class ModelNotFoundError(FileNotFoundError):
     """``--model`` names no model folder and no cached hub id."""
+
+
+class OutPathError(ValueError):
+    """``--out`` cannot be used: a name too long for the file system, an existing file (or device)
+    where a folder is wanted, a path under a file, or a folder inside another run's folder."""
 
 
 class ModelDamagedError(ValueError):
@@ -206,6 +218,7 @@ def _classes() -> list[tuple[tuple[str, str], Exit]]:
     return [
         (("medrl.common.exit_codes", "ModelNotFoundError"), Exit.MODEL),
         (("medrl.common.exit_codes", "ModelDamagedError"), Exit.MODEL),
+        (("medrl.common.exit_codes", "OutPathError"), Exit.USAGE),
         (("medrl.common.exit_codes", "StorageError"), Exit.STORAGE),
         (("medrl.train.reward_checks", "RewardError"), Exit.REWARD),
         (("medrl.train.checkpoints", "CheckpointError"), Exit.USAGE),

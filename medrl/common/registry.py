@@ -15,7 +15,9 @@ from typing import Any, Callable, Iterable
 class Registry:
     """Names -> objects of one kind.
 
-    ``modules`` are imported on the first lookup (each registers its objects); with
+    ``modules`` are imported on the first lookup (each registers its objects); a name ending in
+    ``.*`` (``"medrl.methods.*"``) stands for every module of that package, so a registry can be
+    filled by files it does not list (a method's file registers its advantage estimator); with
     ``entry_point_group``, installed packages add theirs through
     ``importlib.metadata.entry_points(group=...)`` (``[project.entry-points."medrl.methods"]
     length_penalty = "my_pkg.methods:LengthPenalty"``): each entry point is loaded then and
@@ -48,7 +50,8 @@ class Registry:
         if not self._loaded:
             self._loaded = True
             for mod in self._modules:
-                importlib.import_module(mod)
+                for name in _expand(mod):
+                    importlib.import_module(name)
             if self._group:
                 self._load_entry_points()
 
@@ -83,6 +86,16 @@ class Registry:
     def __contains__(self, name: str) -> bool:
         self._load()
         return name in self._items
+
+
+def _expand(module: str) -> list[str]:
+    """``module``, or every module of the package ``pkg`` for ``"pkg.*"`` (sorted)."""
+    if not module.endswith(".*"):
+        return [module]
+    import pkgutil
+
+    package = importlib.import_module(module[:-2])
+    return sorted(f"{package.__name__}.{m.name}" for m in pkgutil.iter_modules(package.__path__))
 
 
 def did_you_mean(key: str, allowed: Iterable[str]) -> str:

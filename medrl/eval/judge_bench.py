@@ -182,8 +182,10 @@ def _image_for(item: dict, data_root: Path | None) -> list[str] | None:
 
 
 # --------------------------------------------------------------------------- running one judge
-async def _judge_answer(judge: Any, item: dict, image: Any) -> dict:
+async def _judge_answer(judge: Any, item: dict, image: Any, answer_check: str = "strict") -> dict:
     kw = {"image": image} if image is not None else {}
+    if answer_check != "strict":  # another prompt is asked for by name (medrl.judges.prompts.ANSWER_CHECKS)
+        kw["check"] = answer_check
     try:
         v = await judge.answer_correct(item["question"], item["reference"], item["candidate"], **kw)
     except Exception as exc:  # noqa: BLE001 - one bad item is unscored, never a failed run
@@ -193,7 +195,8 @@ async def _judge_answer(judge: Any, item: dict, image: Any) -> dict:
     return {"verdict": bool(v.value), "raw": v.raw}
 
 
-async def _judge_trace(judge: Any, item: dict, image: Any, step_prompt: str = "hardened") -> dict:
+async def _judge_trace(judge: Any, item: dict, image: Any, step_prompt: str = "hardened",
+                       answer_check: str = "strict") -> dict:
     kw = {"image": image} if image is not None else {}
     if step_prompt != "hardened":  # a judge is asked for another rule set by name (medrl.judges.prompts)
         kw["step_prompt"] = step_prompt
@@ -213,7 +216,7 @@ async def _judge_trace(judge: Any, item: dict, image: Any, step_prompt: str = "h
         out["steps"] = None
         out["error"] = f"{type(exc).__name__}: {exc}"
     if item.get("final_answer") is not None and item.get("answer_label") is not None:
-        a = await _judge_answer(judge, {**item, "candidate": item["final_answer"]}, image)
+        a = await _judge_answer(judge, {**item, "candidate": item["final_answer"]}, image, answer_check)
         out["answer_verdict"] = a["verdict"]
         if a.get("error"):
             out["answer_error"] = a["error"]
@@ -222,7 +225,7 @@ async def _judge_trace(judge: Any, item: dict, image: Any, step_prompt: str = "h
 
 def run_judge(judge: Any, spec: str, items: Sequence[dict], out_dir: str | Path, *,
               data_root: Path | None = None, concurrency: int = 8, chunk_size: int = 32,
-              progress: bool = True, step_prompt: str = "hardened") -> list[dict]:
+              progress: bool = True, step_prompt: str = "hardened", answer_check: str = "strict") -> list[dict]:
     """Judge every item that ``verdicts/<judge>.jsonl`` lacks (or holds only unscored: outages are
     retried), a chunk at a time (appended and flushed after each chunk), and add this run's
     calls, cache hits, tokens and seconds to ``stats/<judge>.json``. Returns the verdict rows of
@@ -253,8 +256,8 @@ def run_judge(judge: Any, spec: str, items: Sequence[dict], out_dir: str | Path,
 
             async def one(key: str, it: dict) -> dict:
                 image = _image_for(it, data_root) if wants_images else None
-                res = await (_judge_trace(judge, it, image, step_prompt) if it["type"] == "trace"
-                             else _judge_answer(judge, it, image))
+                res = await (_judge_trace(judge, it, image, step_prompt, answer_check) if it["type"] == "trace"
+                             else _judge_answer(judge, it, image, answer_check))
                 return {"key": key, "id": it["id"], "type": it["type"], **res}
 
             rows = run_sync(gather_bounded([one(k, it) for k, it in chunk], concurrency))
@@ -426,12 +429,14 @@ def run_bench(judges: Sequence[str | Any], out_dir: str | Path, *, labels: str |
               data_root: str | Path | None = None, judge_options: dict | None = None,
               concurrency: int = 8, chunk_size: int = 32, progress: bool = True,
               record: bool = True, record_path: str | Path | None = None, limit: int | None = None,
-              step_prompts: Sequence[str] = ("hardened",)) -> dict:
+              step_prompts: Sequence[str] = ("hardened",), answer_checks: Sequence[str] = ("strict",)) -> dict:
     """Run each judge over the labelled file, write ``metrics.json`` and the report, return the
     metrics. ``judges``: specs (``"reference"``, ``"openai:<model>"``) or judge objects.
     ``step_prompts``: the step-verification prompts to measure each judge under
     (:data:`medrl.judges.prompts.STEP_PROMPTS`); a prompt other than ``"hardened"`` is reported as
-    the judge ``"<name> [step_prompt=<prompt>]"``.
+    the judge ``"<name> [step_prompt=<prompt>]"``. ``answer_checks``: likewise the answer prompts
+    (:data:`medrl.judges.prompts.ANSWER_CHECKS`; ``"medix"`` is MediX-R1's R_llm prompt), reported
+    as ``"<name> [answer_check=<check>]"`` when not ``"strict"``.
     ``judge_options`` go to :func:`medrl.judges.build_judge` (base_url, cache_path, ...).
     ``record``: also store each judge's headline numbers in the cache folder's
     ``judge_agreement.json`` (or ``record_path``) so :func:`known_agreement` finds them."""
@@ -451,23 +456,27 @@ def run_bench(judges: Sequence[str | Any], out_dir: str | Path, *, labels: str |
         "data_root": str(root) if root else None, "measured": _dt.date.today().isoformat(),
         "medrl_version": _version(), "judges": {},
     }
-    from medrl.judges.prompts import STEP_PROMPTS
+    from medrl.judges.prompts import ANSWER_CHECKS, STEP_PROMPTS
 
     for sp in step_prompts:
         if sp not in STEP_PROMPTS:
             raise ValueError(f"step prompt must be one of {', '.join(STEP_PROMPTS)}, got {sp!r}")
-    runs = [(spec, sp) for spec in judges for sp in step_prompts]
-    for spec, sp in runs:
+    for ac in answer_checks:
+        if ac not in ANSWER_CHECKS:
+            raise ValueError(f"answer check must be one of {', '.join(ANSWER_CHECKS)}, got {ac!r}")
+    runs = [(spec, sp, ac) for spec in judges for sp in step_prompts for ac in answer_checks]
+    for spec, sp, ac in runs:
         judge = build_judge(spec, **(judge_options or {})) if isinstance(spec, str) else spec
         name = spec if isinstance(spec, str) else getattr(judge, "name", type(judge).__name__)
         name = name if sp == "hardened" else f"{name} [step_prompt={sp}]"
+        name = name if ac == "strict" else f"{name} [answer_check={ac}]"
         if getattr(judge, "images", False):  # every image must resolve before the first request
             if root is None:
                 raise FileNotFoundError(f"judge {name} takes images but no data folder was found; pass --data-root")
             for it in items:
                 _image_for(it, root)
         rows = run_judge(judge, name, items, out_dir, data_root=root, concurrency=concurrency,
-                         chunk_size=chunk_size, progress=progress, step_prompt=sp)
+                         chunk_size=chunk_size, progress=progress, step_prompt=sp, answer_check=ac)
         a_rows = [r for r in rows if r["type"] == "answer"]
         t_rows = [r for r in rows if r["type"] == "trace"]
         m = {"answers": answer_metrics(answers, a_rows) if answers else None,

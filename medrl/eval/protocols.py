@@ -56,7 +56,10 @@ outputs without an ``<answer>`` left out; SLAKE's 65.89% fits 601-689 items, not
 
 ``medix`` - MediX-R1 (arXiv 2602.23363, Sec. 3, App. A.2-A.3, Table 2): every question; the
 judge sees only the final answer (reasoning stripped); short-form QA/MCQ get the binary JSON
-score (A.2, :func:`medrl.judges.prompts.grade` ``rubric="binary"``), long-form report items
+score (A.2, :func:`medrl.judges.prompts.grade` ``rubric="binary"`` with the released template,
+``eval/utils.py``'s BASE_PROMPT: the right answer in full or by its option label; ``check="strict"``
+- also 0 for hedging between options or a placeholder - is the judge API's option, not this
+protocol's), long-form report items
 (``task == "report"`` or a reference of 30+ words) the 0-5 rubric (A.3, ``rubric="report"``).
 ``score`` is the binary grade or the rubric divided by 5 (the paper's "optionally normalizing
 for comparability": Table 2 lists MIMIC-CXR report scores in [0, 1] beside accuracies); the
@@ -395,7 +398,7 @@ MEDIX = _register(Protocol(
           "(0-5 report rubric), Tables 2 and 4 (macro AVG; text-only and image+text)",
     description="binary JSON score for QA/MCQ, 0-5 rubric for reports (score = rubric / 5); the judge "
                 "sees the final answer only (reasoning stripped); macro AVG over benchmarks",
-    prompt="medrl.judges.prompts.grade(rubric='binary'|'report')",
+    prompt="medrl.judges.prompts.grade(rubric='binary'|'report'); binary: MediX-R1's released template (check='paper')",
     metrics=(Metric("score", "Score (x100)"), Metric("accuracy", "Accuracy (%)"),
              Metric("rubric", "Report rubric (0-5)", pct=False, proportion=False)),
     main="score", tasks_fn=_medix_tasks, values_fn=_medix_values, scopes=("text", "vlm", "all"),

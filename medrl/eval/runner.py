@@ -501,18 +501,20 @@ def default_max_new_tokens(model: str | Path) -> tuple[int, str]:
 
 
 def build_generate_fn(model: str, *, backend: str = "hf", max_new_tokens: int = 1024, temperature: float = 0.0,
-                      batch_size: int = 8, prompt_style: str = "think_answer") -> GenerateFn:
+                      batch_size: int = 8, prompt_style: str = "think_answer",
+                      trust_remote_code: bool = False) -> GenerateFn:
     """``generate_fn`` for a model folder or hub id.
 
     ``backend="hf"``: :func:`medrl.models.load_policy` + :func:`medrl.models.generate`
     (batched Hugging Face generation). ``backend="vllm"``: vLLM's offline ``LLM.chat`` with the
     same chat prompts (:func:`medrl.data.to_hf_dataset`); needs ``pip install medrl[vllm]`` and
     a GPU (not exercised by the test suite: vLLM is not installed there). Temperature 0 is greedy decoding (MediX-R1 App. A.2: deterministic evaluation).
+    ``trust_remote_code``: run code shipped with the model (``--trust-remote-code``); off by default.
     """
     if backend == "hf":
         from medrl.models import generate, load_policy
 
-        policy, processor = load_policy(model)
+        policy, processor = load_policy(model, trust_remote_code=trust_remote_code)
         tok = getattr(processor, "tokenizer", processor)
 
         def hf_generate(records: Sequence[Any], temperature: float = temperature) -> list[str]:
@@ -526,11 +528,12 @@ def build_generate_fn(model: str, *, backend: str = "hf", max_new_tokens: int = 
         return hf_generate
     if backend == "vllm":
         return _vllm_generate_fn(model, max_new_tokens=max_new_tokens, temperature=temperature,
-                                 prompt_style=prompt_style)
+                                 prompt_style=prompt_style, trust_remote_code=trust_remote_code)
     raise ValueError(f"unknown backend {backend!r}; use 'hf' or 'vllm'")
 
 
-def _vllm_generate_fn(model: str, *, max_new_tokens: int, temperature: float, prompt_style: str) -> GenerateFn:
+def _vllm_generate_fn(model: str, *, max_new_tokens: int, temperature: float, prompt_style: str,
+                      trust_remote_code: bool = False) -> GenerateFn:
     try:
         from vllm import LLM, SamplingParams
     except ImportError as exc:
@@ -540,7 +543,7 @@ def _vllm_generate_fn(model: str, *, max_new_tokens: int, temperature: float, pr
 
     from medrl.models.generation import to_chat
 
-    llm = LLM(model=model, trust_remote_code=True)
+    llm = LLM(model=model, trust_remote_code=trust_remote_code)
     params = SamplingParams(temperature=temperature, max_tokens=max_new_tokens)
 
     def image_url(img) -> str:

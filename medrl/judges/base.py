@@ -113,8 +113,9 @@ class Judge(Protocol):
         """Is ``prediction`` a correct answer to ``question`` given the reference? value: bool.
 
         ``check`` (:data:`medrl.judges.prompts.ANSWER_CHECKS`): ``"strict"`` (this project's
-        check) or ``"paper"`` (MRPO App. H.1: a match or a good enough answer; the ``mrpo`` eval
-        protocol asks it for every answer, without the answer guard in front).
+        check), ``"paper"`` (MRPO App. H.1: a match or a good enough answer; the ``mrpo`` eval
+        protocol asks it for every answer, without the answer guard in front) or ``"medix"``
+        (MediX-R1's compact YES/NO on the two answers, no question; ``medix_llm``'s default).
 
         ``image`` (also on :meth:`verify_steps` and :meth:`grade`) is this item's image: a PIL
         image, a path, bytes, an HF image dict, a data:/http(s) URL, or a list of those. A judge
@@ -141,14 +142,20 @@ class Judge(Protocol):
         ``evidence`` carries what the record does know (modality, organ/location, answer).
         """
 
-    async def consistency(self, question: str, reasoning: str, answer: str) -> Verdict:
-        """Does the reasoning lead to the answer, and does the answer match its conclusion? value: bool."""
+    async def consistency(self, question: str, reasoning: str, answer: str, *, check: str = "paper") -> Verdict:
+        """Does the reasoning lead to the answer, and does the answer match its conclusion? value: bool.
+        ``check`` (:data:`medrl.judges.prompts.CONSISTENCY_CHECKS`): CAPO Table 9 as stated
+        (``"paper"``) or with two added criteria (``"strict"``); callers pass it only when not
+        ``"paper"``."""
 
     async def grade(
         self, question: str, reference: str, prediction: str, *, rubric: str = "binary", image: Any = None,
-        rounds: int = 1,
+        rounds: int = 1, check: str = "paper",
     ) -> Verdict:
         """Evaluation score (MediX-R1 Sec. 3). value: 0.0/1.0 for "binary", 0-5 for "report".
+        ``check`` (:data:`medrl.judges.prompts.GRADE_CHECKS`): the binary template, MediX-R1's
+        released one (``"paper"``) or with a hedge/placeholder rule (``"strict"``); callers pass
+        it only when not ``"paper"``.
 
         The judge sees only the final answer, never the reasoning. ``rounds`` > 1 asks again in
         the same conversation, each time asking it to re-evaluate, and combines the rounds

@@ -266,8 +266,9 @@ class OpenAIJudge:
             d = override(prediction, reference, question=question)
             if d.verdict is not Answer.UNDECIDED:
                 return Verdict.ok(d.verdict is Answer.CORRECT, guard=str(d))
-        parser = parse_yes_no if self.answer_format == "yes_no" else parse_o_x
-        msgs = prompts.answer_correct(question, reference, prediction, self.answer_format)
+        # MediX-R1's compact check always replies YES/NO and never shows the question
+        parser = parse_yes_no if self.answer_format == "yes_no" or check == "medix" else parse_o_x
+        msgs = prompts.answer_correct(question, reference, prediction, self.answer_format, check=check)
         return await self._submit(msgs, parser, image)
 
     async def verify_steps(
@@ -288,20 +289,21 @@ class OpenAIJudge:
         n = len(steps)
         return await self._submit(msgs, lambda t: parse_step_verdicts(t, n), image)
 
-    async def consistency(self, question: str, reasoning: str, answer: str) -> Verdict:
+    async def consistency(self, question: str, reasoning: str, answer: str, *, check: str = "paper") -> Verdict:
         if not (reasoning or "").strip():
             return Verdict.ok(False, guard="empty reasoning")
         why = guard_answer(answer, None, allow_one_char=True)
         if why:
             return Verdict.ok(False, guard=why)
-        return await self._submit(prompts.consistency(question, reasoning, answer), parse_yes_no)
+        return await self._submit(prompts.consistency(question, reasoning, answer, check=check), parse_yes_no)
 
     async def grade(self, question: str, reference: str, prediction: str, *, rubric: str = "binary",
-                    image: Any = None, rounds: int = 1) -> Verdict:
+                    image: Any = None, rounds: int = 1, check: str = "paper") -> Verdict:
         """``image`` is attached for the binary rubric only (judged accuracy, MRPO App. H.1);
         the 0-5 report rubric stays text only (MediX-R1 App. A.3). ``rounds`` > 1: MediX-R1's
-        evaluation rounds (:func:`medrl.judges.base.combine_rounds`)."""
-        msgs = prompts.grade(question, reference, prediction, rubric)  # validates rubric
+        evaluation rounds (:func:`medrl.judges.base.combine_rounds`). ``check``: the binary
+        template (:data:`medrl.judges.prompts.GRADE_CHECKS`)."""
+        msgs = prompts.grade(question, reference, prediction, rubric, check=check)  # validates rubric
         from medrl.answers import grading_refusal
         from medrl.judges.base import combine_rounds
 

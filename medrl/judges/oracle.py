@@ -153,8 +153,9 @@ class OracleJudge:
             out.append(StepVerdict(ga, ac, why))
         return Verdict.ok(out, raw=json.dumps([[v.gold_alignment, v.answer_contribution, v.reason] for v in out]))
 
-    async def consistency(self, question: str, reasoning: str, answer: str) -> Verdict:
-        """Whether the answer follows from the reasoning (texts only: consistency needs no truth)."""
+    async def consistency(self, question: str, reasoning: str, answer: str, *, check: str = "paper") -> Verdict:
+        """Whether the answer follows from the reasoning (texts only: consistency needs no truth;
+        the same for every ``check``)."""
         from medrl.judges.phantom_truth import oracle_consistent
 
         self.stats.calls += 1
@@ -163,10 +164,11 @@ class OracleJudge:
         return Verdict.ok(bool(out), raw=f"exact={int(ok)}")
 
     async def grade(self, question: str, reference: str, prediction: str, *, rubric: str = "binary",
-                    image: Any = None, evidence: dict | None = None, rounds: int = 1) -> Verdict:
+                    image: Any = None, evidence: dict | None = None, rounds: int = 1,
+                    check: str = "paper") -> Verdict:
         """Binary: answer correctness as 0/1. Report rubric: 5 x the share of the answer's stated
-        fields that are right (0 when it states none). ``rounds`` has no effect (the truth does not
-        change when asked again)."""
+        fields that are right (0 when it states none). ``rounds`` and ``check`` have no effect (the
+        truth does not change when asked again, or asked otherwise)."""
         from medrl.judges.phantom_truth import claim_correct, parse_step_claims
 
         if rubric == "binary":

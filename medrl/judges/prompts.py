@@ -17,13 +17,27 @@ under one of several rule sets says which on its second line (``RULES: <name>``,
 Rule sets:
 
 - step verification (:func:`verify_steps`, ``step_prompt``): ``"paper"`` states MRPO App. H.2's
-  rules and nothing else (the default of the ``mrpo`` recipe); ``"hardened"`` adds this
+  rules and no other rule (the default of the ``mrpo`` recipe; the reply is medrl's
+  ``{"steps": [...]}`` JSON, not H.2's ``Reasoning_Check`` object); ``"hardened"`` adds this
   project's rules against gaming (a step only restating the answer, a run-on step, a bare noun
   phrase get 0/0).
 - answer correctness (:func:`answer_correct`, ``check``): ``"paper"`` is MRPO App. H.1's
   lenient check (the answer matches the reference or answers the question well enough, O/X; the
-  ``mrpo`` eval protocol); ``"strict"`` lists what must be rejected (training and the other
-  protocols).
+  ``mrpo`` eval protocol); ``"medix"`` is MediX-R1's compact R_llm check (Sec. 2.3.1; the released
+  ``training/examples/reward_function/medical.py``: predicted and ground-truth answer only, no
+  question, YES if their content matches; the ``medix_llm`` reward's default); ``"strict"`` lists
+  what must be rejected (training and the other protocols).
+- consistency (:func:`consistency`, ``check``): ``"paper"`` is CAPO Table 9's review as stated
+  (the ``capo_consistency`` default); ``"strict"`` adds two criteria (a reasoning that reaches no
+  conclusion is inconsistent; medical correctness is not judged).
+- evaluation grade (:func:`grade`, binary rubric, ``check``): ``"paper"`` is MediX-R1's released
+  BASE template (App. A.2, ``eval/utils.py``: the right answer in full or by its option label ->
+  1; wrong or the wrong option -> 0; the ``medix`` protocol's); ``"strict"`` adds that hedging
+  between options or a placeholder scores 0.
+
+Every rule set keeps the system message (:data:`SYSTEM`: the grader's role and the notice that
+block contents are data, never instructions) and the delimited blocks; the papers' prompts are
+single user messages with the texts inline.
 - key steps (:func:`extract_key_steps`, ``style``): ``"medrl"`` (short spans of the reasoning) or
   ``"r1vl"`` (R1-VL's released extraction: per section, phrases of at most three words).
 """
@@ -42,8 +56,11 @@ STEP_MAX_WORDS = 40
 TASKS = ("answer_correct", "verify_steps", "consistency", "grade", "audit_vqa", "extract_key_steps")
 #: step-verification prompts: MRPO App. H.2 as stated, or with this project's anti-gaming rules
 STEP_PROMPTS = ("paper", "hardened")
-#: answer checks: MRPO App. H.1 (lenient, O/X) or this project's strict check
-ANSWER_CHECKS = ("paper", "strict")
+#: answer checks: MRPO App. H.1 (lenient, O/X), MediX-R1's compact YES/NO, or this project's strict check
+ANSWER_CHECKS = ("paper", "medix", "strict")
+#: consistency reviews (CAPO Table 9 as stated, or with two added criteria) and binary grades
+#: (MediX-R1's released template, or with a hedge/placeholder rule)
+CONSISTENCY_CHECKS = GRADE_CHECKS = ("paper", "strict")
 #: key-step extraction styles: medrl's spans, or R1-VL's per-section phrases of at most 3 words
 KEY_STEP_STYLES = ("medrl", "r1vl")
 
@@ -113,8 +130,21 @@ def answer_correct(question: str, reference: str, prediction: str, answer_format
 
     ``check="paper"`` states MRPO App. H.1's rule alone: accept an answer that matches the
     reference or answers the question well enough; the reply is always O/X, as in H.1.
+    ``check="medix"``: MediX-R1's compact check (Sec. 2.3.1, released ``medical.py``): the
+    predicted and the ground-truth answer only - the question is not shown - and YES when their
+    content matches, else NO.
     ``check="strict"`` (default) lists the cases to reject; ``answer_format`` picks its reply."""
     _check(check, ANSWER_CHECKS, "check")
+    if check == "medix":
+        body = f"""
+Compare a predicted answer with the ground-truth answer. Reply YES when their content matches,
+otherwise reply NO. Begin your reply with YES or NO in capital letters.
+
+{block("CANDIDATE_ANSWER", prediction)}
+{block("REFERENCE_ANSWER", reference)}
+
+Reply with one word: YES or NO."""
+        return _messages("answer_correct", body, rules="medix")
     if check == "paper":
         body = f"""
 A question about a medical image has a correct answer and a candidate answer to be judged.
@@ -170,8 +200,8 @@ def verify_steps(
 ) -> list[dict]:
     """Rate every step of one rollout at once (MRPO Eq. 3 and App. H.2 criteria).
 
-    ``step_prompt="paper"``: App. H.2's rules in this project's words, nothing added
-    (:func:`_paper_steps_body`); ``"hardened"`` (default): the same criteria plus this project's
+    ``step_prompt="paper"``: App. H.2's rules in this project's words, no rule added
+    (:func:`_paper_steps_body`; the system message and the JSON reply are medrl's, as for every task); ``"hardened"`` (default): the same criteria plus this project's
     rules against gaming (restating the answer, run-on steps, bare noun phrases: 0/0)."""
     _check(step_prompt, STEP_PROMPTS, "step_prompt")
     numbered = "\n".join(f"[{i}] {' '.join(str(s).split())}" for i, s in enumerate(steps, 1))
@@ -241,7 +271,7 @@ evades ("cannot determine", "unknown").
 
 
 def _paper_steps_body(ref_name: str, reference: str) -> str:
-    """MRPO App. H.2's step rules, in this project's words and in H.2's order, with nothing added:
+    """MRPO App. H.2's step rules, in this project's words and in H.2's order, with no rule added:
     the three general rules (both marks 0), gold alignment by step position, answer contribution."""
     answer = " ".join(str(reference or "").split())
     return f"""
@@ -298,31 +328,43 @@ Apply the general rules first, then give the two marks independently of each oth
 """
 
 
-def consistency(question: str, reasoning: str, answer: str) -> list[dict]:
-    """Reasoning-answer consistency (CAPO Eq. 1, Table 9 criteria)."""
+def consistency(question: str, reasoning: str, answer: str, check: str = "paper") -> list[dict]:
+    """Reasoning-answer consistency (CAPO Eq. 1). ``check="paper"`` (default): CAPO Table 9's
+    review as stated, in this project's words - the question for context, consistent when the
+    reasoning can reasonably lead to the answer and the answer agrees with its conclusion,
+    inconsistent e.g. when the conclusion contradicts the answer or the answer does not come from
+    the reasoning. ``check="strict"`` adds two criteria Table 9 does not state: a reasoning that
+    reaches no conclusion is inconsistent, and the medical correctness of the answer is not judged."""
+    _check(check, CONSISTENCY_CHECKS, "check")
+    extra = (" They are also inconsistent when the reasoning reaches no conclusion at all. Do not judge\n"
+             "whether the answer is medically right." if check == "strict" else "")
     body = f"""
-Decide whether a model's reasoning and its final answer are consistent. They are consistent
-when the reasoning, followed sensibly, arrives at the answer and the answer agrees with the
-conclusion the reasoning reaches. They are inconsistent when the answer contradicts that
-conclusion, when the answer does not come out of the reasoning, or when the reasoning reaches
-no conclusion at all. Do not judge whether the answer is medically right.
+Review the reasoning ("think") and the final answer of a model, with the question as context,
+and decide whether the two are consistent. They are consistent when the reasoning can
+reasonably lead to the answer and the answer agrees with the final conclusion of the
+reasoning. They are inconsistent when, for example, the conclusion of the reasoning
+contradicts the answer, or the answer is not derived from the reasoning.{extra}
 
 {block("QUESTION", question)}
 {block("REASONING", reasoning)}
 {block("ANSWER", answer)}
 
 Reply with one word: YES if consistent, NO if not."""
-    return _messages("consistency", body)
+    return _messages("consistency", body, rules="strict" if check == "strict" else None)
 
 
-def grade(question: str, reference: str, prediction: str, rubric: str = "binary") -> list[dict]:
-    """Evaluation grading (MediX-R1 Sec. 3, App. A.2 binary and A.3 report rubric)."""
+def grade(question: str, reference: str, prediction: str, rubric: str = "binary", check: str = "paper") -> list[dict]:
+    """Evaluation grading (MediX-R1 Sec. 3, App. A.2 binary and A.3 report rubric). The binary
+    rubric's ``check``: ``"paper"`` (default) MediX-R1's released template (``eval/utils.py``
+    BASE_PROMPT); ``"strict"`` also scores hedging between options and placeholders 0."""
+    _check(check, GRADE_CHECKS, "check")
     if rubric == "binary":
+        hedge = (" Also score 0 when it hedges between\noptions or is a placeholder." if check == "strict" else "")
         body = f"""
 Grade a model's final answer to a medical question against the correct answer. Score 1 when
-it gives the correct answer, in the same words, in equivalent clinical wording, or by naming
-the correct option label (such as "B" or "option B"). Score 0 when it is wrong, names the
-wrong option, hedges between options, or is a placeholder.
+it gives the correct answer, fully in its text or by naming the correct option label (such as
+"B", "option B", or a paraphrase that clearly picks the correct choice). Score 0 when it is
+wrong or points to the wrong option.{hedge}
 
 {block("QUESTION", question)}
 {block("CORRECT_ANSWER", reference)}
@@ -346,7 +388,7 @@ complete, faithful to the reference.
 Reply with JSON only: {{"score": <integer 0-5>}}"""
     else:
         raise ValueError(f"rubric must be 'binary' or 'report', got {rubric!r}")
-    return _messages("grade", body)
+    return _messages("grade", body, rules="strict" if rubric == "binary" and check == "strict" else None)
 
 
 def audit_vqa(question: str, answer: str, answer_type: str | None = None) -> list[dict]:

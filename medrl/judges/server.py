@@ -115,8 +115,8 @@ class ReferenceBackend:
     async def _answer(self, task: str, b: dict[str, str], text: str) -> str:
         j = self.judge
         if task == "answer_correct":
-            v = await j.answer_correct(b["QUESTION"], b["REFERENCE_ANSWER"], b["CANDIDATE_ANSWER"],
-                                       check=prompts.prompt_rules(text) or "strict")
+            v = await j.answer_correct(b.get("QUESTION", ""), b["REFERENCE_ANSWER"], b["CANDIDATE_ANSWER"],
+                                       check=prompts.prompt_rules(text) or "strict")  # "medix": no question
             o_x = "Reply with one character: O" in text
             return ("O" if v.value else "X") if o_x else ("YES" if v.value else "NO")
         if task == "verify_steps":
@@ -132,7 +132,8 @@ class ReferenceBackend:
                 {"step": k, "gold_alignment": s.gold_alignment, "answer_contribution": s.answer_contribution,
                  "reason": s.reason} for k, s in enumerate(v.value, 1)]})
         if task == "consistency":
-            v = await j.consistency(b["QUESTION"], b["REASONING"], b["ANSWER"])
+            v = await j.consistency(b["QUESTION"], b["REASONING"], b["ANSWER"],
+                                    check=prompts.prompt_rules(text) or "paper")
             return "YES" if v.value else "NO"
         if task == "grade":
             if "GENERATED_REPORT" in b:

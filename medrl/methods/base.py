@@ -2,25 +2,31 @@
 
 A method (one paper's contribution) is a :class:`Method` subclass in its own file: its typed
 config (``Config``, a pydantic model whose fields carry help text and the paper's equation,
-set from the recipe's ``algorithm.<section>``), the rewards it configures, and the hooks it
-needs. The trainer (:class:`medrl.train.trainer.MedGRPOTrainer`) calls the hooks of every active
-method at fixed points of one GRPO step, in this order (``HOOK_ORDER``):
+set from the recipe's ``algorithm.<section>``), the rewards it configures, the hooks it needs,
+and what it registers itself: its advantage estimator (:data:`medrl.advantages.ADVANTAGES`) and
+its training stages (:data:`medrl.methods.stages.STAGES`). The trainer
+(:class:`medrl.train.trainer.MedGRPOTrainer`) calls the hooks of every active method at fixed
+points of one GRPO step, in this order (``HOOK_ORDER``). A hook gets a
+:class:`~medrl.methods.context.StepContext` (``ctx``: the run's settings, group size, process,
+step, tokenizer, ``generate``, ``log``, this process's rows), never the trainer:
 
-1. ``setup(trainer)`` - once, when the trainer is built: check the run can work (refuse with
-   the reason otherwise), find the rewards the method reads.
-2. ``before_generation(trainer, batch)`` - before TRL generates: extra rollouts (corrupted-image
-   rollouts, say) go into typed batch fields; ``batch.mode`` says train or eval.
-3. ``before_rewards(trainer, batch)`` - after generation, before TRL calls the rewards. The
+1. ``setup(ctx)`` - once, when the trainer is built: check the run can work (refuse with
+   the reason otherwise), find the rewards the method reads (``ctx.rewards``).
+2. ``before_generation(ctx, batch)`` - before TRL generates: extra rollouts (corrupted-image
+   rollouts, say, through ``ctx.generate``) go into typed batch fields; ``batch.mode`` says
+   train or eval.
+3. ``before_rewards(ctx, batch)`` - after generation, before TRL calls the rewards. The
    trainer's own step here: the one correctness decision per rollout (``batch.correct``).
-4. ``after_rewards(trainer, batch)`` - after TRL scored the batch. The trainer's own step here:
-   unscorable rows (``batch.unscorable``) and the rewards' declared outputs
+4. ``after_rewards(ctx, batch)`` - after TRL scored the batch. The trainer's own step here:
+   each reward's typed result (``batch.results``: values, unscorable rows, step outputs),
+   unscorable rows (``batch.unscorable``) and the process reward's step outputs
    (``batch.steps`` / ``batch.step_verdicts``).
-5. ``advantage_inputs(trainer, batch)`` - named inputs of the advantage estimator that
+5. ``advantage_inputs(ctx, batch)`` - named inputs of the advantage estimator that
    ``algorithm.advantage`` names (:mod:`medrl.advantages`, one signature for all); the
    trainer calls the estimator with them and the config of the method that provides it.
-6. ``log(trainer, batch)`` - per-step metrics.
+6. ``log(ctx, batch)`` - per-step metrics (``ctx.log``).
 7. ``state_dict()`` / ``load_state_dict(state)`` - saved into every checkpoint
-   (``method_state.json``) and restored on resume. State that lives in a method's rewards
+   (``method_state.json``, keyed by :meth:`Method.label`) and restored on resume. State that lives in a method's rewards
    (adaptive thresholds) travels here too: the method names those rewards in
    ``state_rewards()`` and the trainer leaves them out of its ``reward_state.json`` (which keeps
    only stateful rewards no method owns).
@@ -47,17 +53,55 @@ from typing import Any, ClassVar, Mapping, Sequence
 from pydantic import BaseModel, ConfigDict
 
 from medrl.common.registry import Registry, is_object_spec, load_object
+from medrl.methods.context import StepContext
 
-#: Method modules: every module of this package but this one; each registers its
-#: :class:`Method` subclass on import (a new file here is found without being listed)
+#: modules of this package that hold what every method shares, not a method
+SHARED_MODULES = (Path(__file__).stem, "context", "stages")
+#: Method modules: every other module of this package; each registers its :class:`Method`
+#: subclass on import (a new file here is found without being listed)
 METHOD_MODULES = sorted(f"{__package__}.{m.name}" for m in pkgutil.iter_modules([str(Path(__file__).parent)])
-                        if m.name != Path(__file__).stem)
+                        if m.name not in SHARED_MODULES)
 #: installed packages add methods under this entry-point group (``[project.entry-points."medrl.methods"]``)
 ENTRY_POINT_GROUP = "medrl.methods"
 METHODS = Registry("method", modules=METHOD_MODULES, entry_point_group=ENTRY_POINT_GROUP)
 
 HOOK_ORDER = ("setup", "before_generation", "before_rewards", "after_rewards", "advantage_inputs", "log",
               "state_dict")
+
+
+@dataclass(frozen=True)
+class TrainerOptions:
+    """Generic parts of the training machinery a method turns on (:meth:`Method.trainer_options`;
+    None: the method leaves the part as the run sets it). The method's file says why its paper
+    uses them; the machinery itself lives in ``medrl/train/`` and names no method. A run that also
+    sets the same part itself (the recipe key in :data:`TRAINER_OPTION_KEYS`) is refused unless
+    the values agree: one place per setting."""
+
+    #: clamp the per-token k3 KL term to [-kl_clamp, kl_clamp] (:mod:`medrl.train.kl_clamp`)
+    kl_clamp: float | None = None
+    #: keep only prompt groups whose mean weighted reward lies strictly inside (low, high), with
+    #: dynamic sampling on (:mod:`medrl.train.dynamic_sampling`, ``mean_band``)
+    mean_band: tuple[float, float] | None = None
+    #: keep the checkpoint with the best value of this held-out metric in ``<out>/best``
+    #: (:mod:`medrl.train.best_checkpoint`)
+    best_checkpoint: str | None = None
+
+    def merged(self, other: "TrainerOptions", *, owner: str = "", other_owner: str = "") -> "TrainerOptions":
+        """These options with ``other``'s; two different values of one option are a
+        :class:`MethodConflict` naming both owners."""
+        out = {}
+        for name in self.__dataclass_fields__:
+            a, b = getattr(self, name), getattr(other, name)
+            if a is not None and b is not None and a != b:
+                raise MethodConflict(f"methods {owner!r} and {other_owner!r} turn on {name} with different values "
+                                     f"({a!r}, {b!r})")
+            out[name] = a if a is not None else b
+        return TrainerOptions(**out)
+
+
+#: the run's own setting of each :class:`TrainerOptions` part (recipe key)
+TRAINER_OPTION_KEYS = {"kl_clamp": "grpo.kl_clamp", "mean_band": "algorithm.dynamic_sampling.mean_band",
+                       "best_checkpoint": "grpo.metric_for_best_model"}
 
 
 class MethodConfig(BaseModel):
@@ -91,10 +135,15 @@ class MedBatch:
     local_rewards: Any = None
     #: (N_total,) bool, rows some reward marked UNSCORABLE (gathered)
     unscorable: Any = None
+    #: ``{reward name: its typed result for this process's rows}``
+    #: (:class:`medrl.types.RewardResult`: values, unscorable rows, step outputs)
+    results: dict[str, Any] = field(default_factory=dict)
     #: per row, the process reward's steps (character spans) and the judge's step verdicts
+    #: (the step outputs of the reward :attr:`Method.process_reward` names, else of the first
+    #: reward whose result has them)
     steps: list | None = None
     step_verdicts: list | None = None
-    #: TRL's output of ``_generate_and_score_completions`` (after_rewards on)
+    #: what TRL's step returns for this process's rows (completion ids and mask, advantages, ...; after_rewards on)
     out: dict | None = None
     #: (B,) sequence advantages A_i as TRL computed them, before any token shaping
     seq_advantages: Any = None
@@ -197,21 +246,26 @@ class Method:
         method that provides the advantages)."""
         return {}
 
+    def trainer_options(self) -> TrainerOptions:
+        """The generic parts of the training machinery this method turns on (a clamped KL term,
+        a dynamic-sampling band, best-checkpoint selection); none by default."""
+        return TrainerOptions()
+
     # ---------------------------------------------------------------- hooks (the defaults do nothing)
 
-    def setup(self, trainer: Any) -> None: ...
+    def setup(self, ctx: StepContext) -> None: ...
 
-    def before_generation(self, trainer: Any, batch: MedBatch) -> None: ...
+    def before_generation(self, ctx: StepContext, batch: MedBatch) -> None: ...
 
-    def before_rewards(self, trainer: Any, batch: MedBatch) -> None: ...
+    def before_rewards(self, ctx: StepContext, batch: MedBatch) -> None: ...
 
-    def after_rewards(self, trainer: Any, batch: MedBatch) -> None: ...
+    def after_rewards(self, ctx: StepContext, batch: MedBatch) -> None: ...
 
-    def advantage_inputs(self, trainer: Any, batch: MedBatch) -> dict[str, Any]:
+    def advantage_inputs(self, ctx: StepContext, batch: MedBatch) -> dict[str, Any]:
         """Named inputs this method adds to the advantage estimator's call (``{}``: none)."""
         return {}
 
-    def log(self, trainer: Any, batch: MedBatch) -> None: ...
+    def log(self, ctx: StepContext, batch: MedBatch) -> None: ...
 
     def state_dict(self) -> dict:
         return {}
@@ -318,16 +372,16 @@ def advantage_problem(name: str, methods: Sequence[Method]) -> str | None:
     return None
 
 
-def estimate_advantages(trainer: Any, batch: MedBatch, name: str, methods: Sequence[Method]) -> Any:
+def estimate_advantages(ctx: StepContext, batch: MedBatch, name: str, methods: Sequence[Method]) -> Any:
     """Hook 5: the advantages the loss receives, from the estimator ``name``
     (:func:`medrl.advantages.get_advantage_fn`, one signature for all). One that TRL computes
     itself (it names its ``trl_options``) keeps TRL's values (``batch.out["advantages"]``,
-    computed over every process); any other is called on this process's rows with the config
-    of the method that provides it and the inputs every method adds (:meth:`Method.advantage_inputs`).
+    computed over every process); any other is called on this process's rows (``ctx.rows``,
+    group ids ``ctx.group_index()``, ``whole_groups`` among the inputs) with the config of the
+    method that provides it and the inputs every method adds (:meth:`Method.advantage_inputs`).
 
-    ``trainer`` gives ``num_generations`` / ``num_generations_eval``, ``accelerator.process_index``,
-    ``reward_weights`` and ``reward_func_names``; ``batch`` its ``out``, ``local_rewards`` and
-    ``seq_advantages``."""
+    ``ctx`` gives the group size, the rows, ``reward_weights`` and ``reward_names``; ``batch``
+    its ``out``, ``local_rewards`` and ``seq_advantages``."""
     import torch
 
     from medrl.advantages import get_advantage_fn
@@ -335,16 +389,24 @@ def estimate_advantages(trainer: Any, batch: MedBatch, name: str, methods: Seque
     fn, out = get_advantage_fn(name), batch.out
     if getattr(fn, "trl_options", None) is not None:
         return out["advantages"]
-    g = trainer.num_generations if batch.mode == "train" else trainer.num_generations_eval
-    start = trainer.accelerator.process_index * len(batch.inputs)
-    inputs = {"weights": trainer.reward_weights, "reward_names": list(trainer.reward_func_names),
-              "advantages": batch.seq_advantages}
+    inputs = {"weights": ctx.reward_weights, "reward_names": list(ctx.reward_names),
+              "advantages": batch.seq_advantages, "whole_groups": ctx.whole_groups}
     config = None
     for m in methods:
-        inputs.update(m.advantage_inputs(trainer, batch))
+        inputs.update(m.advantage_inputs(ctx, batch))
         config = m.config if m.advantage == name else config
-    index = torch.arange(start, start + len(batch.inputs)) // g
+    index = torch.tensor(ctx.group_index(), dtype=torch.long)
     return fn(rewards=batch.local_rewards, mask=out["completion_mask"], index=index, config=config, **inputs)
+
+
+def run_trainer_options(methods: Sequence[Method]) -> TrainerOptions:
+    """What the run's methods turn on together (:meth:`Method.trainer_options`); two methods
+    that turn one part on with different values are a :class:`MethodConflict`."""
+    out, owner = TrainerOptions(), ""
+    for m in methods:
+        out = out.merged(m.trainer_options(), owner=owner, other_owner=m.label())
+        owner = owner or m.label()
+    return out
 
 
 def section_set(algorithm: Mapping, section: str | None) -> bool:
@@ -373,6 +435,7 @@ def active_method_names(algorithm: Mapping, listed: Sequence[str] | None = None,
     return names
 
 
-__all__ = ["ENTRY_POINT_GROUP", "HOOK_ORDER", "METHODS", "MedBatch", "Method", "MethodConfig", "MethodConflict",
-           "active_method_names", "advantage_problem", "compose", "estimate_advantages", "get_method", "method_classes",
-           "option_default", "reward_option", "section_set"]
+__all__ = ["ENTRY_POINT_GROUP", "HOOK_ORDER", "METHODS", "METHOD_MODULES", "MedBatch", "Method", "MethodConfig",
+           "MethodConflict", "SHARED_MODULES", "StepContext", "TRAINER_OPTION_KEYS", "TrainerOptions",
+           "active_method_names", "run_trainer_options", "advantage_problem", "compose",
+           "estimate_advantages", "get_method", "method_classes", "option_default", "reward_option", "section_set"]

@@ -19,11 +19,11 @@ Read top to bottom:
    the trainer's one decision per rollout (``batch.correct`` / ``batch.corrupted_correct``).
    The advantage is TRL's group advantage (Eq. 5); the KL loss Eq. 6.
 3. **Hook** ``before_generation``: every prompt's image is corrupted
-   (:func:`medrl.data.corruption.corrupt_image`) and rolled out through TRL's own generation
-   backend (HF generate or vLLM) without gradient. Pairing: the i-th rollout o_i of a prompt is
-   paired with the i-th corrupted rollout o~_i of the same prompt (both groups have G members in
-   the same order; every row of a group sees the same corrupted image, seeded by record id,
-   ``seed`` and the step). The texts go to ``batch.corrupted_completions`` (the reward reads the
+   (:func:`medrl.data.corruption.corrupt_image`) and rolled out through the run's own generation
+   backend (HF generate or vLLM, :meth:`medrl.methods.StepContext.generate`) without gradient.
+   Pairing: the i-th rollout o_i of a prompt is paired with the i-th corrupted rollout o~_i of the
+   same prompt (both groups have G members in the same order; every row of a group sees the same
+   corrupted image, seeded by record id, ``seed`` and the step). The texts go to ``batch.corrupted_completions`` (the reward reads the
    column of that name); they are never part of the training batch.
 """
 
@@ -35,6 +35,7 @@ from typing import Any, Literal
 from pydantic import Field, NonNegativeInt
 
 from medrl.methods.base import METHODS, MedBatch, Method, MethodConfig, reward_option
+from medrl.methods.context import StepContext
 from medrl.rewards.capo import make_capo_accuracy, make_capo_perception
 from medrl.rewards.judged import make_capo_consistency
 
@@ -77,30 +78,26 @@ class CAPO(Method):
     rewards = {"capo_accuracy": {"r_dar": "r_dar"}, "capo_consistency": {"r_cdr": "r_cdr"},
                "capo_perception": {"r_dar": "r_dar", "r_pcr": "r_pcr", "tau": "tau"}}
 
-    def before_generation(self, trainer: Any, batch: MedBatch) -> None:
+    def before_generation(self, ctx: StepContext, batch: MedBatch) -> None:
         """Roll every prompt out once more on a corrupted image (CAPO Eq. 3, o~_i)."""
-        from trl.data_utils import prepare_multimodal_messages
-
         from medrl.data.corruption import corrupt_image
 
         cfg, inputs = self.config, batch.inputs
         key = "images" if "images" in inputs[0] else "image"
-        prompts = []
+        corrupted = []
         for x in inputs:
             imgs = x.get(key)
             imgs = list(imgs) if isinstance(imgs, (list, tuple)) else ([imgs] if imgs is not None else [])
             if not imgs:
                 raise ValueError(f"CAPO needs an image in every record; record {x.get('record_id')!r} has none")
-            seed = stable_seed(x.get("record_id") or x.get("question"), cfg.seed, trainer.state.global_step)
-            corrupted = [corrupt_image(im, cfg.kind, int(cfg.t), seed + j) for j, im in enumerate(imgs)]
-            prompts.append(prepare_multimodal_messages(x["prompt"], images=corrupted))
-        g = trainer.num_generations if batch.mode == "train" else trainer.num_generations_eval
-        prompt_ids, images, mm_fields = trainer._tokenize_prompts(prompts)
-        ids, _ = trainer._generate_single_turn(prompt_ids, images, mm_fields, g)
-        batch.corrupted_completions = list(trainer.processing_class.batch_decode(ids, skip_special_tokens=True))
+            seed = stable_seed(x.get("record_id") or x.get("question"), cfg.seed, ctx.global_step)
+            corrupted.append([corrupt_image(im, cfg.kind, int(cfg.t), seed + j) for j, im in enumerate(imgs)])
+        out = ctx.generate([x["prompt"] for x in inputs], corrupted)
+        batch.corrupted_completions = list(out.texts)
         if len(batch.corrupted_completions) != len(inputs):
             raise RuntimeError(f"CAPO: {len(batch.corrupted_completions)} corrupted rollouts for {len(inputs)} rows")
-        trainer._metrics[batch.mode]["capo/corrupted_mean_length"].append(sum(len(i) for i in ids) / max(len(ids), 1))
+        ids = out.token_ids
+        ctx.log("capo/corrupted_mean_length", sum(len(i) for i in ids) / max(len(ids), 1))
 
 
 __all__ = ["CAPO", "CAPOConfig", "stable_seed"]

@@ -13,15 +13,21 @@ Read top to bottom:
    :mod:`medrl.rewards.stepgrpo`.
 3. **Hooks**: none. StepRAR reads the trainer's one correctness decision (``batch.correct``);
    the advantage is TRL's group-mean baseline (Eq. 4).
-4. **Pipeline** (recipe ``stages``): key-step extraction by the judge (Sec. 3.2.2) -> warm-up
-   SFT (Eq. 1) -> RL, run by :func:`medrl.train.pipeline.run_recipe`.
+4. **Stage** ``key_steps`` (registered here in :data:`medrl.methods.stages.STAGES`; Sec. 3.2.2):
+   the judge pre-extracts each record's key steps, which StepRAR matches. The recipe's pipeline:
+   key steps -> warm-up SFT (Eq. 1) -> RL, run by :func:`medrl.train.pipeline.run_recipe`.
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
 from pydantic import PositiveInt
 
 from medrl.methods.base import METHODS, Method, MethodConfig, reward_option
+from medrl.methods.stages import StageRun, register_stage
 from medrl.rewards.stepgrpo import make_steprar, make_steprvr
 
 
@@ -47,4 +53,40 @@ class StepGRPO(Method):
     activated_by = tuple(rewards)
 
 
-__all__ = ["StepGRPO", "StepGRPOConfig"]
+# --------------------------------------------------------------------------------------------
+# Stage: key-step extraction (Sec. 3.2.2)
+
+
+def key_steps_stage(records: Sequence, judge: Any, output_dir: Path, **options: Any) -> list:
+    """StepGRPO key steps (StepGRPO Sec. 3.2.2): pre-extract each record's key
+    steps with the judge (from the gold reasoning; evidence-based without one, see
+    :func:`medrl.data.curation.key_steps.extract_key_steps`). Resumable (``key_steps.jsonl``);
+    the records go to ``output_dir/records.jsonl``."""
+    from medrl.data import write_jsonl
+    from medrl.data.curation.key_steps import extract_key_steps
+    from medrl.judges import build_judge
+
+    output_dir.mkdir(parents=True, exist_ok=True)
+    out, counts = extract_key_steps(list(records), judge if judge is not None else build_judge("reference"),
+                                    results_path=output_dir / "key_steps.jsonl", **options)
+    write_jsonl(out, output_dir / "records.jsonl")
+    (output_dir / "summary.json").write_text(json.dumps(counts, indent=2))
+    return out
+
+
+@register_stage("key_steps", options_of="medrl.data.curation.key_steps:extract_key_steps",
+                fixed=("records", "judge", "results_path"),
+                uses_judge=True, help="StepGRPO's key steps: the judge pre-extracts each record's key steps (StepRAR "
+                                      "matches them)")
+def run_key_steps(run: StageRun) -> None:
+    """The ``key_steps`` stage: :func:`key_steps_stage` on the run's records; the records with
+    their key steps go on to the next stages. Done before: ``records.jsonl`` is read back."""
+    if run.done:
+        from medrl.data import read_jsonl
+
+        run.records = read_jsonl(run.folder / "records.jsonl")
+        return
+    run.records = key_steps_stage(run.records, run.judge, run.folder, **run.options)
+
+
+__all__ = ["StepGRPO", "StepGRPOConfig", "key_steps_stage", "run_key_steps"]

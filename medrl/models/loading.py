@@ -373,6 +373,7 @@ def load_policy(
     dtype: Any = None,
     trust_remote_code: bool = False,
     device_map: Any = None,
+    quantization: dict | None = None,
 ):
     """Load a vision-language policy and its processor: ``(model, processor)``.
 
@@ -383,8 +384,14 @@ def load_policy(
         lora: None (full model), True (LoRA r=8, alpha=32, dropout 0.05 on the language model's
             projections), a dict of :class:`LoraSpec` fields, a LoraSpec or a peft LoraConfig.
         dtype: torch dtype or its name; None -> float32 (what TRL uses by default).
-        trust_remote_code: passed to the Auto classes (models shipping their own code).
+        trust_remote_code: passed to the Auto classes (models shipping their own code); off unless
+            the user says so (``--trust-remote-code``). medrl's own folders load without it: their
+            image-only processor is registered when :mod:`medrl.models.processors` is imported.
         device_map: passed to ``from_pretrained`` (None keeps the model on CPU).
+        quantization: ``transformers.BitsAndBytesConfig`` arguments (``load_in_4bit=True``, ...):
+            QLoRA. The weights load quantized on this process's GPU; with ``lora``, peft's
+            ``prepare_model_for_kbit_training`` readies them and only the adapters train (4-bit
+            weights cannot be trained in full). Needs bitsandbytes (:func:`quantization_problem`).
 
     The model's generation config gets the tokenizer's pad token; the processor pads on the left.
     """
@@ -393,6 +400,19 @@ def load_policy(
     path = resolve_model_path(name_or_path)
     processor = load_processor(path, trust_remote_code=trust_remote_code)
     kwargs = dict(dtype=_resolve_dtype(dtype), trust_remote_code=trust_remote_code)
+    if quantization:
+        why = quantization_problem(quantization)
+        if why:
+            raise ImportError(why)
+        from transformers import BitsAndBytesConfig
+
+        kwargs["quantization_config"] = BitsAndBytesConfig(**quantization)
+        kwargs["dtype"] = _resolve_dtype(quantization.get("bnb_4bit_compute_dtype", "bfloat16"))
+        if device_map is None:  # each process holds its own quantized copy, on its own GPU
+            import torch
+
+            if torch.cuda.is_available():
+                device_map = {"": int(os.environ.get("LOCAL_RANK", "0"))}
     if device_map is not None:
         kwargs["device_map"] = device_map
     config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
@@ -408,9 +428,37 @@ def load_policy(
     gen = getattr(model, "generation_config", None)
     if gen is not None and gen.pad_token_id is None:
         gen.pad_token_id = tok.pad_token_id
+    if quantization and lora is not None and lora is not False:
+        from peft import prepare_model_for_kbit_training
+
+        model = prepare_model_for_kbit_training(model)
     if lora is not None and lora is not False:
         model = apply_lora(model, lora, model_dir=path if Path(path).is_dir() else None)
     return model, processor
+
+
+#: the extra that installs what 4-bit loading needs
+QLORA_INSTALL = "pip install 'medrl[qlora]'"
+
+
+def quantization_problem(quantization: dict | None = None) -> str | None:
+    """One line saying why 4-bit loading cannot run on this machine (None when it can): no
+    bitsandbytes, or a bitsandbytes with no backend here (no CUDA GPU; the CPU backend of recent
+    releases where it has one). Asks transformers' own bitsandbytes quantizer, as loading does."""
+    import importlib.util
+
+    if importlib.util.find_spec("bitsandbytes") is None:
+        return f"4-bit loading (QLoRA, model.load_in_4bit) needs bitsandbytes, which is not installed: {QLORA_INSTALL}"
+    try:
+        from transformers import BitsAndBytesConfig
+        from transformers.quantizers.quantizer_bnb_4bit import Bnb4BitHfQuantizer
+
+        Bnb4BitHfQuantizer(BitsAndBytesConfig(**(quantization or {"load_in_4bit": True}))).validate_environment(
+            device_map=None)
+    except Exception as exc:  # noqa: BLE001 - ImportError, RuntimeError: no backend for this device
+        return ("4-bit loading (QLoRA, model.load_in_4bit) cannot run here: bitsandbytes has no backend on this "
+                f"machine ({' '.join(str(exc).split())[:200]}); use a CUDA GPU")
+    return None
 
 
 def save_policy(model, processor, out_dir: str | os.PathLike, *, merge_lora: bool = True) -> Path:

@@ -2,7 +2,10 @@
 
 Every reward is a callable with TRL's signature ``fn(prompts, completions, **columns) ->
 list[float | None]`` and a ``__name__``; ``None`` marks a row that cannot be scored (for
-example, the reference answer is missing) and TRL leaves it out. Under each callable sit plain
+example, the reference answer is missing) and TRL leaves it out. medrl's rewards return that list
+as a :class:`medrl.types.RewardResult`, which also carries the rows they could not score and their
+step outputs (the trainer reads those there); each option's help is written next to its factory
+(:func:`medrl.rewards.base.document_options`). Under each callable sit plain
 functions of numbers or strings (``rouge1(pred, ref)``, ``length_reward(num_steps)``, ...) that
 the callables wrap and the tests check against hand-worked values.
 

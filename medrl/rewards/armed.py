@@ -21,12 +21,13 @@ import math
 from collections import deque
 from typing import Sequence
 
+from medrl.answers import metric_text
 from medrl.rewards import REWARDS
-from medrl.rewards.base import Reward, answer_metric, answer_rows, column, guarded_rows, score_answers, scored_text
-from medrl.rewards.base import unreadable_rows
+from medrl.rewards.base import Reward, answer_metric, answer_rows, column, guarded_rows, score_answers
+from medrl.rewards.base import ENCODER_HELP, NUM_LAYERS_HELP, document_options, unreadable_rows
 from medrl.types import UNSCORABLE, record_unscorable
 from medrl.rewards.lexical import bleu1, rouge1
-from medrl.rewards.semantic import bertscore_f1, embedding_cosine
+from medrl.rewards.semantic import bertscore_f1, embedding_cosine, read_answers
 
 GAMMAS = (0.4, 0.4, 0.2)
 
@@ -228,7 +229,9 @@ class AdaptiveSemanticReward:
 
     def __call__(self, prompts, completions, **kwargs) -> list[float | None]:
         log = kwargs.get("log_metric")
-        return record_unscorable(self, score_answers(completions, kwargs, lambda p, r: self.scores(p, r, log),
+        # the answers as the decision reads them (medrl.rewards.semantic.read_answers): no hidden text embedded
+        return record_unscorable(self, score_answers(completions, kwargs,
+                                                     lambda p, r: self.scores(read_answers(p, r), r, log),
                                                      reward=self.__name__))
 
     def state_dict(self) -> dict:
@@ -273,7 +276,8 @@ class ArmedReward:
         rejected = guarded_rows(parsed, refs, idx, kwargs, reward=self.__name__)
         kept = [i for i in idx if i not in rejected]
         questions = column(kwargs, "question", len(completions), reward=self.__name__)
-        preds = {i: scored_text(parsed[i].answer, refs[i], question=questions[i]) for i in kept}
+        # the answer as the decision reads it (medrl.answers.metric_text): markup is never scored as content
+        preds = {i: metric_text(parsed[i].answer, refs[i], question=questions[i]) for i in kept}
         r_as = dict(zip(kept, self.semantic.scores([preds[i] for i in kept], [refs[i] for i in kept],
                                                    kwargs.get("log_metric"))))
         out: list = [None] * len(completions)
@@ -293,14 +297,19 @@ class ArmedReward:
         self.semantic.load_state_dict(state)
 
 
-def textual_rewards(preds, refs, lambda1: float = 0.5) -> list[float]:
-    """Eq. 3 for a batch of (answer, reference) pairs."""
+def textual_rewards(preds, refs, lambda1: float = 0.5, questions=None) -> list[float]:
+    """Eq. 3 for a batch of (answer, reference) pairs, each answer as the decision reads it
+    (:func:`medrl.rewards.semantic.read_answers`)."""
+    preds = read_answers(preds, refs, questions)
     return [textual_reward(bleu1(p, r), rouge1(p, r), lambda1) for p, r in zip(preds, refs)]
 
 
 def semantic_rewards(preds, refs, lambda2: float = 0.2, model: str | None = None,
-                     bertscore_model: str | None = None, num_layers: int | None = None) -> list[float]:
-    """Eq. 4 (raw, not adapted) for a batch of (answer, reference) pairs."""
+                     bertscore_model: str | None = None, num_layers: int | None = None,
+                     questions=None) -> list[float]:
+    """Eq. 4 (raw, not adapted) for a batch of (answer, reference) pairs, each answer as the
+    decision reads it (:func:`medrl.rewards.semantic.read_answers`)."""
+    preds = read_answers(preds, refs, questions)
     bs = bertscore_f1(preds, refs, bertscore_model, num_layers=num_layers)
     cs = embedding_cosine(preds, refs, model)
     return [semantic_reward(b, c, lambda2) for b, c in zip(bs, cs)]
@@ -312,12 +321,37 @@ def make_armed_textual(*, lambda1: float = 0.5) -> Reward:
     return Reward("armed_textual", answer_metric, metric=textual_rewards, lambda1=lambda1)
 
 
+document_options(make_armed_textual, lambda1="ARMed Eq. 3: R_c = lambda1 BLEU-1 + (1 - lambda1) ROUGE-1")
+
+
 @REWARDS.register("armed_semantic")
 def make_armed_semantic(*, lambda2: float = 0.2, model: str | None = None,
                         bertscore_model: str | None = None, num_layers: int | None = None) -> Reward:
     """The raw (non-adaptive) R_s (Eq. 4): the GRPO baseline of the ARMed ablation."""
     return Reward("armed_semantic", answer_metric, metric=semantic_rewards, lambda2=lambda2,
                   model=model, bertscore_model=bertscore_model, num_layers=num_layers)
+
+
+#: help of the semantic reward's options (ARMed Eq. 4 / 13), shared by the three rewards that take them
+SEMANTIC_OPTION_HELP = dict(
+    lambda2="ARMed Eq. 4 / 13: R_s = lambda2 BERTScore + (1 - lambda2) cosine similarity",
+    model=f"the cosine part's sentence encoder: {ENCODER_HELP}",
+    bertscore_model="the BERTScore part's encoder (None: the offline all-MiniLM-L6-v2)",
+    num_layers=NUM_LAYERS_HELP)
+#: help of Adapt()'s options (ARMed Eq. 5-12, Table 3)
+ADAPT_OPTION_HELP = dict(
+    rho="ARMed Eq. 5 / Table 3: rewards above rho * T_t enter the history",
+    max_history="ARMed Eq. 6 / Table 3: L_max, rewards kept in the history",
+    percentile="ARMed Eq. 7 / Table 3: the history percentile that is the target threshold (50 = the median)",
+    max_delta="ARMed Eq. 8 / Table 3: largest threshold move per step",
+    t_min="ARMed Eq. 9 / Table 3: lowest threshold",
+    t_max="ARMed Eq. 9 / Table 3: highest threshold (below 1)",
+    eps="ARMed Eq. 10-11 / Table 3: guards the division",
+    alpha_pos="ARMed Eq. 12 / Table 3: tanh slope above the threshold",
+    alpha_neg="ARMed Eq. 12 / Table 3: tanh slope below the threshold",
+    initial_threshold=("T_0, the threshold before any history (not given in the paper; None: the project's choice, "
+                       "see AdaptiveThreshold)"))
+document_options(make_armed_semantic, **SEMANTIC_OPTION_HELP)
 
 
 @REWARDS.register("armed_adaptive_semantic")
@@ -328,7 +362,15 @@ def make_armed_adaptive_semantic(**options) -> AdaptiveSemanticReward:
     return AdaptiveSemanticReward(**options)
 
 
+document_options(make_armed_adaptive_semantic, **SEMANTIC_OPTION_HELP, **ADAPT_OPTION_HELP)
+
+
 @REWARDS.register("armed")
 def make_armed(**options) -> ArmedReward:
     """R_total (Eq. 14); options: lambda1, gammas, plus those of ``armed_adaptive_semantic``."""
     return ArmedReward(**options)
+
+
+document_options(make_armed, lambda1="ARMed Eq. 3: R_c = lambda1 BLEU-1 + (1 - lambda1) ROUGE-1",
+                 gammas="ARMed Eq. 14: weights of R_c, R_as and R_f (normalised by their sum)",
+                 **SEMANTIC_OPTION_HELP, **ADAPT_OPTION_HELP)

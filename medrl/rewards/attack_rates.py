@@ -12,8 +12,9 @@ counts:
   (target: none);
 - ``paid_before_judge``: flipping / unknown variants the tier that is settled before an LLM judge
   is asked (:func:`medrl.answers.override`) calls correct (target: none);
-- ``refused_offline``: preserving variants the offline decision does not call correct (no target:
-  stated - the offline judge leaves free wording to an LLM judge);
+- ``refused_offline``: preserving variants the offline decision does not call correct (target: at
+  most 15% - the offline judge leaves free wording to an LLM judge, but a listed wording of the
+  right answer must be read);
 - ``refused_before_judge``: preserving variants refused before an LLM judge is asked
   (:func:`medrl.answers.override` says wrong; target: at most 0.5%);
 - ``metric_open``: flipping / unknown variants that the answer metrics' guard
@@ -37,7 +38,7 @@ from typing import Any, Sequence
 
 #: target share per measure; None: reported, not a target
 TARGETS: dict[str, float | None] = {"paid_flip": 0.0, "paid_unknown": 0.0, "paid_before_judge": 0.0,
-                                    "refused_offline": None, "refused_before_judge": 0.005, "metric_open": 0.0,
+                                    "refused_offline": 0.15, "refused_before_judge": 0.005, "metric_open": 0.0,
                                     "disagree": 0.0}
 
 
@@ -92,15 +93,24 @@ class _Row:
     completion: bool = False
 
 
-def variants_of(reference: str, question: str | None, *, per_reference: int, seed: int) -> list[_Row]:
-    """The generated attacks and class variants of one reference."""
+def variants_of(reference: str, question: str | None, *, per_reference: int, seed: int,
+                classes: tuple[str, ...] | None = None) -> list[_Row]:
+    """The generated attacks and class variants of one reference (``classes``: the generated
+    classes, default every one of :data:`medrl.answers.generators.CLASSES`; ``per_reference`` 0:
+    no attacks). A yes/no reference gets the yes/no polarity class only: the other classes are
+    written for open answers."""
     from medrl.answers.attacks import generate
-    from medrl.answers.generators import class_variants
+    from medrl.answers.generators import CLASSES, class_variants
+    from medrl.answers.guard import is_yes_no
 
+    if is_yes_no(reference):
+        return [_Row(v.text, reference, question, v.family, v.expect, v.completion)
+                for v in class_variants(reference, question=question, seed=seed,
+                                        classes=tuple(c for c in classes or CLASSES if c == "yes_no"))]
     rows = [_Row(a.text, reference, question, a.family, a.expect)
-            for a in generate(reference, question=question, n=per_reference, seed=seed)]
+            for a in generate(reference, question=question, n=per_reference, seed=seed)] if per_reference else []
     rows += [_Row(v.text, reference, question, v.family, v.expect, v.completion)
-             for v in class_variants(reference, question=question, seed=seed)]
+             for v in class_variants(reference, question=question, seed=seed, classes=classes or CLASSES)]
     return rows
 
 
@@ -121,14 +131,16 @@ def _decisions(row: _Row):
 
 
 def measure(references: Sequence[tuple[str, str | None]], *, per_reference: int = 12, seed: int = 0,
-            agreement: bool = True) -> Rates:
-    """Rates on ``references`` ((reference, question) pairs, open-ended): ``per_reference``
-    generated attacks each (plus a count reference's count formats) and every generated class."""
+            agreement: bool = True, classes: tuple[str, ...] | None = None) -> Rates:
+    """Rates on ``references`` ((reference, question) pairs: open-ended ones, and yes/no ones for
+    the yes/no polarity class): ``per_reference`` generated attacks each (plus a count
+    reference's count formats) and every generated class (or ``classes``)."""
     from medrl.answers import Verdict
     from medrl.rewards.base import answer_rejection
 
     out = Rates(n_references=len(references))
-    rows = [r for ref, q in references for r in variants_of(ref, q, per_reference=per_reference, seed=seed)]
+    rows = [r for ref, q in references
+            for r in variants_of(ref, q, per_reference=per_reference, seed=seed, classes=classes)]
     for row in rows:
         out.n["all"] = out.n.get("all", 0) + 1
         d, o, answer = _decisions(row)
@@ -197,6 +209,20 @@ def open_references(records: Sequence[Any]) -> list[tuple[str, str | None]]:
     return out
 
 
+def yes_no_references(records: Sequence[Any]) -> list[tuple[str, str | None]]:
+    """(reference, question) of the records whose reference is a bare yes or no: the yes/no
+    polarity class is measured on them ("None seen" is a no, "Not absent" a yes)."""
+    from medrl.answers.guard import is_yes_no
+
+    out = []
+    for r in records:
+        ans = r.get("answer") if isinstance(r, dict) else getattr(r, "answer", None)
+        q = r.get("question") if isinstance(r, dict) else getattr(r, "question", None)
+        if ans and is_yes_no(str(ans)) and q:
+            out.append((str(ans).strip(), q))
+    return out
+
+
 _NAMES = {"paid_flip": "flipping variants paid offline (the training decision)",
           "paid_unknown": "unknown-symbol/word variants paid offline",
           "paid_before_judge": "flipping/unknown variants paid before an LLM judge is asked",
@@ -210,7 +236,7 @@ def format_rates(rates: Rates, *, examples: int = 4, title: str = "") -> str:
     """The rates as text: one line per measure with its target, examples of each failure, and
     the preserving/flipping counts per variant class."""
     lines = [f"generated attacks{f' ({title})' if title else ''}: {rates.total} variants of "
-             f"{rates.n_references} open-ended references"]
+             f"{rates.n_references} references"]
     for key, target in TARGETS.items():
         r = rates.rate(key)
         shown = "   -   " if r is None else f"{100 * r:6.2f}%"

@@ -1,10 +1,21 @@
-"""Plumbing shared by the reward callables: columns, parsed answers, unscorable rows.
+"""Plumbing shared by the reward callables: columns, parsed answers, typed results.
 
 TRL calls a reward function with ``prompts``, ``completions`` and every dataset column as a
 keyword argument (one value per completion, the prompt's row repeated for each rollout), plus
 a few extras of its own (``completion_ids``, ``trainer_state``, ...). These helpers read the
 columns the rewards need and keep the rule "a row without a reference scores ``None``, never 0
 or 1" in one place.
+
+What a reward tells the trainer travels in two typed places, never in attributes left on the
+function:
+
+- **its result** (:class:`medrl.types.RewardResult`, re-exported here): the values TRL takes
+  (a list), the rows it could not score, and its step outputs (``steps``, ``step_verdicts``);
+  a reward that returns a plain list (TRL's callable) has a result with neither;
+- **its signature**: a reward that reads a column the trainer fills (the one correctness decision
+  ``correct``, CAPO's ``corrupted_correct``) names it as a parameter, as any TRL reward names
+  the dataset columns it reads (:func:`reads_column`); the trainer fills such a column only when
+  a reward of the run names it. A :class:`Reward` object declares them with ``reads=``.
 """
 
 from __future__ import annotations
@@ -13,29 +24,88 @@ import inspect
 from typing import Any, Callable, Sequence
 
 from medrl.answers.completion import completion_text, parse_response
-from medrl.types import UNSCORABLE, ParsedResponse
+from medrl.types import UNSCORABLE, ParsedResponse, RewardResult
+
+
+def reward_signature(*columns: str) -> inspect.Signature:
+    """TRL's reward signature ``(prompts, completions, *, <columns>=None, **columns)`` naming
+    ``columns``: how a reward object declares the trainer-filled columns it reads."""
+    p = inspect.Parameter
+    return inspect.Signature([p("prompts", p.POSITIONAL_OR_KEYWORD), p("completions", p.POSITIONAL_OR_KEYWORD),
+                              *(p(c, p.KEYWORD_ONLY, default=None) for c in columns),
+                              p("columns", p.VAR_KEYWORD)])
+
+
+def reads_column(fn: Any, name: str) -> bool:
+    """Whether the reward function ``fn`` names the column ``name`` among its parameters (its
+    signature, followed through ``functools.wraps``): the trainer fills a column it computes
+    (``correct``, ``corrupted_correct``) only for a run with a reward that reads it."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    param = params.get(name)
+    return param is not None and param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY)
+
+
+#: help of an option naming a sentence encoder (the rewards that load one share it)
+ENCODER_HELP = ("a local folder or a hub id (None: the offline all-MiniLM-L6-v2; a paper's encoder that is not in "
+                "the local cache is replaced by it when encoders.substitute allows)")
+#: help of a BERTScore ``num_layers`` option
+NUM_LAYERS_HELP = "encoder layer whose embeddings BERTScore compares (None: the model's default)"
+
+#: help of reward options, ``{factory: {option: help}}`` (:func:`document_options`)
+_OPTION_HELP: dict[Any, dict[str, str]] = {}
+#: options a recipe never sets itself: the run passes them (the run's judge)
+RUN_OPTIONS = ("judge",)
+
+
+def document_options(factory: Any, **help: str) -> None:
+    """Record the help of the options of the reward factory ``factory`` (its keyword arguments),
+    written once, next to the factory: ``medrl recipes show NAME --explain`` prints it. An option
+    a method's config sets takes that field's help instead (the method's file is its place)."""
+    _OPTION_HELP.setdefault(factory, {}).update({k: " ".join(v.split()) for k, v in help.items()})
+
+
+def reward_options_of(factory: Any) -> list[str]:
+    """The options a recipe may set for the reward ``factory``: its keyword arguments (less
+    :data:`RUN_OPTIONS`), or, for a factory that takes ``**options``, the ones documented for it."""
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):
+        params = ()
+    named = [p.name for p in params
+             if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in RUN_OPTIONS]
+    if any(p.kind == p.VAR_KEYWORD for p in params):
+        named += [k for k in _OPTION_HELP.get(factory, {}) if k not in named]
+    return named
+
+
+def option_help(factory: Any) -> dict[str, str]:
+    """``{option: help}`` recorded for the reward ``factory`` (:func:`document_options`)."""
+    return dict(_OPTION_HELP.get(factory, {}))
 
 
 class Reward:
     """A named, picklable reward callable with TRL's signature.
 
-    ``Reward(name, batch_fn, **options)(prompts, completions, **columns)`` returns
-    ``batch_fn(completions, columns, reward=name, **options)``; ``batch_fn`` is a module-level
-    function, so the object pickles (for reward workers in other processes) and TRL logs it
-    under ``__name__``.
+    ``Reward(name, batch_fn, reads=(), **options)(prompts, completions, **columns)`` returns
+    ``batch_fn(completions, columns, reward=name, **options)`` as a :class:`RewardResult`
+    (``batch_fn`` may return :data:`~medrl.types.UNSCORABLE` for a row it cannot score: TRL gets
+    None there, the result lists the row). ``reads`` names the trainer-filled columns it reads
+    (``correct``, ``corrupted_correct``); they appear in its signature (:func:`reads_column`).
+    ``batch_fn`` is a module-level function, so the object pickles (for reward workers in other
+    processes) and TRL logs it under ``__name__``.
     """
 
-    def __init__(self, name: str, batch_fn: Callable[..., list], **options: Any):
+    def __init__(self, name: str, batch_fn: Callable[..., list], *, reads: Sequence[str] = (), **options: Any):
         self.__name__ = name
         self.batch_fn = batch_fn
         self.options = options
+        self.__signature__ = reward_signature(*reads)  # what inspect.signature reports
 
-    def __call__(self, prompts, completions, **columns) -> list[float | None]:
-        # batch_fn may return medrl.types.UNSCORABLE for a row it cannot score: TRL gets None,
-        # the rows go to self.last_unscorable (the trainer excludes them, algorithm.unscorable)
-        from medrl.types import record_unscorable
-
-        return record_unscorable(self, self.batch_fn(completions, columns, reward=self.__name__, **self.options))
+    def __call__(self, prompts, completions, **columns) -> RewardResult:
+        return RewardResult(self.batch_fn(completions, columns, reward=self.__name__, **self.options))
 
     def __repr__(self) -> str:
         return f"Reward({self.__name__!r}, {self.options})"
@@ -137,15 +207,16 @@ def answer_rejection(answer: str | None, reference: str | None, *, question: str
 
 
 def scored_text(answer: str | None, reference: str, *, question: str | None = None) -> str:
-    """The text an answer metric scores: the reference itself when the answer is the reference
-    by identity (:attr:`medrl.answers.Decision.identical`: the listed normalisations - case,
-    spacing, one final full stop, markup wrappers, NFKC letters and digits, look-alike letters -
-    or the lexicon's identity), else the answer as written. A surface metric
-    (ROUGE, BLEU, BERTScore, an embedding) would otherwise pay "**MRI**" or a fullwidth "ＭＲＩ"
-    less than "MRI" - a correct answer must keep its full reward. The formulas are unchanged."""
-    from medrl.answers import decide
+    """The text an answer metric scores: the answer as the one answer decision reads it
+    (:func:`medrl.answers.metric_text`) - the reference itself when the answer is the reference by
+    identity (case, spacing, a final full stop, markup wrappers, NFKC letters and digits,
+    look-alike letters, the lexicon's identity), else the answer after the decision's listed
+    normalisations and rewrites, with text it does not read (an HTML comment, directional marks)
+    left out. A surface metric (ROUGE, BLEU, BERTScore, an embedding) would otherwise pay "**MRI**"
+    less than "MRI", or pay a reference hidden in a comment; the formulas are unchanged."""
+    from medrl.answers import metric_text
 
-    return reference if answer and decide(answer, reference, question=question).identical else (answer or "")
+    return metric_text(answer, reference, question=question)
 
 
 def guarded_rows(parsed: Sequence[ParsedResponse], refs: Sequence[str | None], idx: Sequence[int],

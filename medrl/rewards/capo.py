@@ -35,8 +35,9 @@ from __future__ import annotations
 
 from medrl.answers.completion import parse_response
 from medrl.rewards import REWARDS
-from medrl.rewards.base import Reward, column, guard_correct, parse_all, reference_text, texts_of, unreadable_rows
-from medrl.rewards.correctness import batch_correct, check_rule
+from medrl.rewards.base import (Reward, column, document_options, guard_correct, parse_all, reference_text, texts_of,
+                               unreadable_rows)
+from medrl.rewards.correctness import CORRECTNESS_OPTION_HELP, batch_correct, check_rule
 from medrl.types import UNSCORABLE  # correctness undecided (judge outage, no reference): excluded
 
 R_DAR, R_PCR, TAU_PCR = 0.8, 0.1, 0.3
@@ -100,10 +101,12 @@ def make_capo_accuracy(*, r_dar: float = R_DAR, rule: str = "normalized_match",
                        threshold: float = 0.5, use_correct_column: bool = True) -> Reward:
     """R_DAR (Eq. 2); ``None`` for rows with neither a verdict nor a reference."""
     check_rule(rule)
-    fn = Reward("capo_accuracy", accuracy_batch, r_dar=r_dar, rule=rule, threshold=threshold,
-                use_correct_column=use_correct_column)
-    fn.uses_correctness = use_correct_column  # the trainer fills the ``correct`` column
-    return fn
+    # reads the trainer's ``correct`` column (the one correctness decision) unless told not to
+    return Reward("capo_accuracy", accuracy_batch, reads=("correct",) if use_correct_column else (), r_dar=r_dar,
+                  rule=rule, threshold=threshold, use_correct_column=use_correct_column)
+
+
+document_options(make_capo_accuracy, r_dar="CAPO Eq. 2: R_DAR of a correct answer", **CORRECTNESS_OPTION_HELP)
 
 
 @REWARDS.register("capo_perception")
@@ -114,10 +117,14 @@ def make_capo_perception(*, r_dar: float = R_DAR, r_pcr: float = R_PCR, tau: flo
     error otherwise); ``None`` where a corrupted rollout is missing or either rollout's
     correctness is undecidable."""
     check_rule(rule)
-    fn = Reward("capo_perception", perception_batch, r_dar=r_dar, r_pcr=r_pcr, tau=tau, rule=rule,
-                threshold=threshold, use_correct_column=use_correct_column)
-    fn.uses_correctness = fn.uses_corrupted_correctness = use_correct_column
-    return fn
+    return Reward("capo_perception", perception_batch,
+                  reads=("correct", "corrupted_correct") if use_correct_column else (), r_dar=r_dar, r_pcr=r_pcr,
+                  tau=tau, rule=rule, threshold=threshold, use_correct_column=use_correct_column)
+
+
+document_options(make_capo_perception, r_dar="CAPO Eq. 3: the R_DAR values compared (as Eq. 2)",
+                 r_pcr="CAPO Eq. 3: R_PCR paid when the answer on the clean image beats the corrupted one",
+                 tau="CAPO Eq. 3: R_PCR pays when R_DAR(o) - R_DAR(o~) > tau", **CORRECTNESS_OPTION_HELP)
 
 
 make_capo_accuracy.uses_correctness = make_capo_perception.uses_correctness = True

@@ -46,7 +46,7 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from medrl.rewards.base import column, reference_text
+from medrl.rewards.base import column, reads_column, reference_text
 from medrl.rewards.lexical import rouge1
 from medrl.common.text import clean_text
 from medrl.types import ParsedResponse
@@ -63,6 +63,16 @@ def normalize_answer(text: str | None) -> str:
     """Lower case, punctuation and articles removed, whitespace collapsed."""
     t = _NON_WORD.sub(" ", (text or "").lower())
     return " ".join(_ARTICLES.sub(" ", t).split())
+
+
+#: help of the options of a reward built on the one correctness decision (CAPO's R_DAR and R_PCR, StepRAR)
+CORRECTNESS_OPTION_HELP = {
+    "rule": ("correctness rule without the trainer's column: normalized_match (the one answer decision) or rouge1 "
+             "(ROUGE-1 >= threshold for an answer the decision does not refuse)"),
+    "threshold": "ROUGE-1 an answer needs under rule rouge1",
+    "use_correct_column": ("read the trainer's one correctness decision (the correct column, algorithm.correctness); "
+                           "false: decide with rule and threshold inside the reward"),
+}
 
 
 def check_rule(rule: str) -> str:
@@ -204,17 +214,18 @@ def _answer_of(pred: Any) -> tuple[str | None, bool]:
 async def decide_correct_async(pred: str | None, ref: str | None, *, question: str | None = None,
                                mode: str | None = "auto", closed: bool | None = None, judge: Any = None,
                                image: Any = None, rule: str = "normalized_match", threshold: float = 0.5,
-                               embed_threshold: float = EMBED_THRESHOLD, embed_model: str | None = None
-                               ) -> bool | None:
+                               embed_threshold: float = EMBED_THRESHOLD, embed_model: str | None = None,
+                               check: str = "strict") -> bool | None:
     """Is ``pred`` (the parsed ``<answer>`` text) correct for ``ref``? See the module docstring.
 
     ``closed``: whether the record is a closed question (default: from the reference, see
     :func:`is_closed_question`); ``judge``: any object with ``answer_correct``; ``image``: the
-    record's image(s), passed to the judge.
+    record's image(s), passed to the judge; ``check``: the judge's prompt
+    (:data:`medrl.judges.prompts.ANSWER_CHECKS`; passed on only when not ``"strict"``).
     """
     out = await correctness_column_async(
         [pred], [ref], questions=[question], closed=[closed], images=[image], mode=mode, judge=judge,
-        rule=rule, threshold=threshold, embed_threshold=embed_threshold, embed_model=embed_model)
+        rule=rule, threshold=threshold, embed_threshold=embed_threshold, embed_model=embed_model, check=check)
     return out[0]
 
 
@@ -240,6 +251,7 @@ async def correctness_column_async(
     threshold: float = 0.5,
     embed_threshold: float = EMBED_THRESHOLD,
     embed_model: str | None = None,
+    check: str = "strict",
 ) -> list[bool | None]:
     """:func:`decide_correct` for a batch of rollouts: at most one judge request per row (all
     rows concurrently; the judge bounds concurrency, caches and merges identical requests) and
@@ -302,8 +314,10 @@ async def correctness_column_async(
     if to_judge:
         from medrl.answers.guard import strip_answer
 
+        kw = {"check": check} if check != "strict" else {}  # a judge without the option keeps working
         verdicts = await asyncio.gather(*(
-            judge.answer_correct(questions[i] or "", reference_text(refs[i]), strip_answer(preds[i]), image=images[i])
+            judge.answer_correct(questions[i] or "", reference_text(refs[i]), strip_answer(preds[i]), image=images[i],
+                                 **kw)
             for i in to_judge))
         for i, v in zip(to_judge, verdicts):
             out[i] = bool(v.value) if v.scored else None
@@ -318,13 +332,14 @@ def correctness_column(preds, refs, **options: Any) -> list[bool | None]:
 
 
 def uses_correctness(fn: Any) -> bool:
-    """Whether a reward reads the shared ``correct`` column (set by the reward's factory)."""
-    return bool(getattr(fn, "uses_correctness", False))
+    """Whether a reward function reads the shared ``correct`` column: it names ``correct`` among
+    its parameters (:func:`medrl.rewards.base.reads_column`)."""
+    return reads_column(fn, "correct")
 
 
 def uses_corrupted_correctness(fn: Any) -> bool:
-    """Whether a reward reads ``corrupted_correct`` (CAPO R_PCR)."""
-    return bool(getattr(fn, "uses_corrupted_correctness", False))
+    """Whether a reward function reads ``corrupted_correct`` (CAPO R_PCR): it names it."""
+    return reads_column(fn, "corrupted_correct")
 
 
 def _verdict(value, column_name: str, reward: str) -> bool | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from medrl.rewards import REWARDS
-from medrl.rewards.base import Reward, answer_metric
+from medrl.rewards.base import ENCODER_HELP, Reward, answer_metric, document_options
 from medrl.rewards.lexical import bleu1 as _bleu1
 from medrl.rewards.lexical import rouge1 as _rouge1
 from medrl.rewards.semantic import bertscore_f1, embedding_cosine
@@ -49,3 +49,7 @@ def hss_scores(preds, refs, model=None, bertscore_model=None) -> list[float]:
 def make_hss(*, model: str | None = None, bertscore_model: str | None = None) -> Reward:
     """HSS of the parsed ``<answer>`` vs ``answer`` (usable as a reward or a metric)."""
     return Reward("hss", answer_metric, metric=hss_scores, model=model, bertscore_model=bertscore_model)
+
+
+document_options(make_hss, model=f"HSS's sentence encoder for the cosine part: {ENCODER_HELP}",
+                 bertscore_model="HSS's BERTScore encoder (None: the offline all-MiniLM-L6-v2)")

@@ -41,7 +41,8 @@ import string
 from medrl.answers.guard import guard_answer, is_placeholder, match_key  # noqa: F401
 from medrl.answers.guard import strip_answer as clean_answer
 from medrl.rewards import REWARDS
-from medrl.rewards.base import Reward, answer_rejection, answer_rows, column, unreadable_rows  # noqa: F401
+from medrl.rewards.base import (ENCODER_HELP, Reward, answer_rejection, answer_rows, column,  # noqa: F401
+                               document_options, unreadable_rows)
 from medrl.types import UNSCORABLE
 
 MEDIX_WEIGHTS = {"format": 0.10, "llm": 0.5175, "embed": 0.3375, "modality": 0.045}
@@ -102,14 +103,16 @@ def embed_rewards(preds: list[str | None], refs: list[str], threshold: float = 0
                   model: str | None = None, min_chars: int = 2, min_words: int = 1,
                   max_nonalnum_ratio: float = 0.5, questions: list[str | None] | None = None) -> list[float]:
     """R_embed for a batch: guards, gate, then 1.0 if cosine >= ``threshold`` else 0.0."""
+    from medrl.answers import metric_text
     from medrl.common.embeddings import cosine_pairs
 
     qs = questions if questions is not None else [None] * len(preds)
     out: list[float | None] = [answer_guard(p, r, question=q) for p, r, q in zip(preds, refs, qs)]
     todo = []
     for i, (p, r) in enumerate(zip(preds, refs)):
-        if out[i] is None:
-            a, b = strip_punctuation(clean_answer(p)), strip_punctuation(clean_answer(r))
+        if out[i] is None:  # the answer as the decision reads it: markup and comments are never embedded
+            a = strip_punctuation(clean_answer(metric_text(p, r, question=qs[i])))
+            b = strip_punctuation(clean_answer(r))
             if not embedding_gate(p, min_chars, min_words, max_nonalnum_ratio) or not a or not b:
                 out[i] = 0.0
             else:
@@ -153,3 +156,12 @@ def make_medix_embed(*, threshold: float = 0.8, model: str | None = None, min_ch
     """R_embed (Sec. 2.3.2) of the parsed ``<answer>`` vs ``answer``; ``None`` without a reference."""
     return Reward("medix_embed", embed_batch, threshold=threshold, model=model, min_chars=min_chars,
                   min_words=min_words, max_nonalnum_ratio=max_nonalnum_ratio)
+
+
+document_options(
+    make_medix_embed,
+    threshold="MediX-R1 Sec. 2.3.2: R_embed is 1 when the cosine of answer and reference reaches this",
+    model=f"R_embed's sentence encoder (the paper: MedEmbed-large): {ENCODER_HELP}",
+    min_chars="MediX-R1 Sec. 4.2 (ii) gate: an answer shorter than this many characters scores 0 without the encoder",
+    min_words="gate: an answer with fewer words scores 0 without the encoder",
+    max_nonalnum_ratio="gate: an answer whose share of non-alphanumeric characters exceeds this scores 0")

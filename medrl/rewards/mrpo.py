@@ -14,6 +14,10 @@
 In training the three terms are three TRL reward functions with weight 1 each (``mrpo_answer``,
 ``mrpo_process`` from the judges, ``mrpo_length``): their weighted sum is Eq. 5. Steps come from
 :func:`medrl.answers.completion.split_steps` on the ``<think>`` text; no ``<think>`` block means K = 0.
+The option ``splitter: released`` (on ``mrpo_length`` and ``mrpo_process`` alike) counts and
+judges the steps of MRPO's released splitter (:func:`medrl.answers.completion.released_split_steps`:
+nltk's ``sent_tokenize``, or the released regex fallback without punkt data, then "1." fragments
+merged with the next sentence).
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from typing import Sequence
 
 from medrl.answers.completion import split_steps
 from medrl.rewards import REWARDS
-from medrl.rewards.base import Reward, answer_metric, answer_rejection, parse_all
+from medrl.rewards.base import (ENCODER_HELP, NUM_LAYERS_HELP, Reward, answer_metric, answer_rejection,
+                               document_options, parse_all)
 from medrl.rewards.lexical import bleu1, rouge1
 from medrl.rewards.semantic import bertscore_f1
 
@@ -66,21 +71,27 @@ def answer_rewards(preds: Sequence[str], refs: Sequence[str], model: str | None 
     symbols, injection, padding, hedge, negation of the reference, candidate list, hard mismatch)
     scores 0 before any metric, so no exploit earns more than a committed wrong answer's
     lexical/BERTScore overlap. (The TRL reward also passes the question to the guard.)
-    An answer equal to the reference after normalisation keeps Eq. 2 (its value near 1).
+    An answer equal to the reference after normalisation keeps Eq. 2 (its value near 1); any
+    other answer is scored as the decision reads it (:func:`medrl.answers.metric_text`: "<!-- X
+    --> W" is scored as "W").
     """
+    from medrl.answers import metric_text
+
     out = [0.0] * len(preds)
     qs = list(questions) if questions is not None else [None] * len(preds)
     todo = [i for i, (p, r) in enumerate(zip(preds, refs)) if answer_rejection(p, r, question=qs[i]) is None]
-    if todo:
-        ps, rs = [preds[i] for i in todo], [refs[i] for i in todo]
+    if todo:  # the answer as the decision reads it (markup and HTML comments are never scored as content)
+        ps = [metric_text(preds[i], refs[i], question=qs[i]) for i in todo]
+        rs = [refs[i] for i in todo]
         bs = bertscore_f1(ps, rs, model, num_layers=num_layers)
         for i, p, r, b in zip(todo, ps, rs, bs):
             out[i] = answer_reward(rouge1(p, r), bleu1(p, r), b, lambda1, lambda2)
     return out
 
 
-def length_batch(completions, columns, *, reward="mrpo_length", k_min=K_MIN, k_max=K_MAX) -> list[float]:
-    return [length_reward(len(split_steps(p.reasoning or "")), k_min, k_max)
+def length_batch(completions, columns, *, reward="mrpo_length", k_min=K_MIN, k_max=K_MAX,
+                 splitter="medrl") -> list[float]:
+    return [length_reward(len(split_steps(p.reasoning or "", splitter)), k_min, k_max)
             for p in parse_all(completions)]
 
 
@@ -92,8 +103,22 @@ def make_mrpo_answer(*, model: str | None = None, num_layers: int | None = None,
                   num_layers=num_layers, lambda1=lambda1, lambda2=lambda2)
 
 
+document_options(
+    make_mrpo_answer, model=f"BERTScore encoder of R_ans (Eq. 2): {ENCODER_HELP}", num_layers=NUM_LAYERS_HELP,
+    lambda1="MRPO Eq. 2: weight of ROUGE-1 + BLEU-1 in R_ans", lambda2="MRPO Eq. 2: weight of BERTScore in R_ans")
+
+
 @REWARDS.register("mrpo_length")
-def make_mrpo_length(*, k_min: int = K_MIN, k_max: int = K_MAX) -> Reward:
-    """R_len (Eq. 4) from the number of sentence steps in ``<think>``; every row is scorable."""
+def make_mrpo_length(*, k_min: int = K_MIN, k_max: int = K_MAX, splitter: str = "medrl") -> Reward:
+    """R_len (Eq. 4) from the number of sentence steps in ``<think>``; every row is scorable.
+    ``splitter``: "medrl" or "released" (MRPO's released splitter; module docstring)."""
     length_reward(k_min, k_min, k_max)  # validates the options now, not at the first batch
-    return Reward("mrpo_length", length_batch, k_min=k_min, k_max=k_max)
+    split_steps("", splitter)
+    return Reward("mrpo_length", length_batch, k_min=k_min, k_max=k_max, splitter=splitter)
+
+
+document_options(make_mrpo_length, k_min="MRPO Eq. 4: fewest reasoning steps before the length reward turns negative",
+                 k_max="MRPO Eq. 4: most reasoning steps before the length reward turns negative",
+                 splitter="how <think> is cut into steps: 'medrl' (medrl's sentence splitter) or 'released' (MRPO's "
+                          "released code: nltk's sent_tokenize where its punkt data is installed, else its regex "
+                          "fallback, then '1.' fragments merged with the next sentence)")

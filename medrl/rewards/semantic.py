@@ -16,6 +16,10 @@ folder or hub id can be passed as ``model``.
   [-1, 1], not clipped.
 
 An empty prediction or reference scores 0.0 without running the model.
+
+The registered ``bertscore`` and ``embedding_cosine`` rewards score the answer as the one answer
+decision reads it (:func:`read_answers`, :func:`medrl.answers.metric_text`): markup is unwrapped
+and an HTML comment removed before anything is embedded, so "<!-- X --> W" is scored as "W".
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import functools
 from typing import Sequence
 
 from medrl.rewards import REWARDS
-from medrl.rewards.base import Reward, answer_metric
+from medrl.rewards.base import ENCODER_HELP, NUM_LAYERS_HELP, Reward, answer_metric, document_options
 
 
 def _num_layers_of(model_path: str) -> int | None:
@@ -88,15 +92,49 @@ def embedding_cosine(preds: Sequence[str], refs: Sequence[str], model: str | Non
     return out
 
 
+def read_answers(preds: Sequence[str], refs: Sequence[str], questions: Sequence[str | None] | None = None
+                 ) -> list[str]:
+    """Each answer as the one answer decision reads it (:func:`medrl.answers.metric_text`): the
+    reference when it is the reference by identity, else the answer with its markup unwrapped and
+    its HTML comments removed. What a metric embeds is what the decision read, never hidden text."""
+    from medrl.answers import metric_text
+
+    qs = list(questions) if questions is not None else [None] * len(preds)
+    return [metric_text(p, r, question=q) for p, r, q in zip(preds, refs, qs)]
+
+
+def read_bertscore(preds: Sequence[str], refs: Sequence[str], model: str | None = None, *,
+                   questions: Sequence[str | None] | None = None, **options) -> list[float]:
+    """:func:`bertscore_f1` of the answers as the decision reads them (:func:`read_answers`)."""
+    return bertscore_f1(read_answers(preds, refs, questions), refs, model, **options)
+
+
+def read_cosine(preds: Sequence[str], refs: Sequence[str], model: str | None = None, *,
+                questions: Sequence[str | None] | None = None) -> list[float]:
+    """:func:`embedding_cosine` of the answers as the decision reads them (:func:`read_answers`)."""
+    return embedding_cosine(read_answers(preds, refs, questions), refs, model)
+
+
 @REWARDS.register("bertscore")
 def make_bertscore(*, model: str | None = None, num_layers: int | None = None,
                    baseline_path: str | None = None) -> Reward:
-    """BERTScore F1 of the parsed ``<answer>`` vs ``answer``; options as :func:`bertscore_f1`."""
-    return Reward("bertscore", answer_metric, metric=bertscore_f1, model=model,
+    """BERTScore F1 of the parsed ``<answer>`` (as the decision reads it) vs ``answer``; options as
+    :func:`bertscore_f1`."""
+    return Reward("bertscore", answer_metric, metric=read_bertscore, model=model,
                   num_layers=num_layers, baseline_path=baseline_path)
+
+
+document_options(
+    make_bertscore, model="BERTScore encoder: a local folder or a hub id (None: the offline all-MiniLM-L6-v2)",
+    num_layers=NUM_LAYERS_HELP,
+    baseline_path="a BERTScore baseline file: rescale F1 with it (rescale_with_baseline); None: raw F1")
 
 
 @REWARDS.register("embedding_cosine")
 def make_embedding_cosine(*, model: str | None = None) -> Reward:
-    """Embedding cosine of the parsed ``<answer>`` vs ``answer``; ``model``: encoder path/id."""
-    return Reward("embedding_cosine", answer_metric, metric=embedding_cosine, model=model)
+    """Embedding cosine of the parsed ``<answer>`` (as the decision reads it) vs ``answer``;
+    ``model``: encoder path/id."""
+    return Reward("embedding_cosine", answer_metric, metric=read_cosine, model=model)
+
+
+document_options(make_embedding_cosine, model=f"sentence encoder: {ENCODER_HELP}")

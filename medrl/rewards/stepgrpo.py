@@ -46,7 +46,12 @@ all on the ``<think>`` text after :func:`medrl.rewards.correctness.normalize_ans
   when one of its forms, lower-cased, occurs in it as a substring (no word boundaries, no
   negation guard). A completion without such sections matches nothing. Key steps for it are
   extracted R1-VL's way (:func:`medrl.judges.prompts.extract_key_steps` ``style="r1vl"``: per
-  section, phrases of at most three words).
+  section, phrases of at most three words). The format is read end to end: the answer is the
+  rest of the line after ``### The final answer is:`` (:func:`r1vl_answer`, the released
+  ``accuracy_reward``'s extraction), decided by the ``"exact"`` decision below - the trainer's
+  ``correct`` column reads ``<answer>``, which R1-VL's format does not write, so it is not used
+  (the released code: math_verify, then string equality). No answer under the header is Eq. 2's
+  null answer (0); the released code would still pay alpha * k.
 
 Correctness of the answer (ans = y): the one per-rollout decision of
 :mod:`medrl.rewards.correctness`, made once by the trainer (``algorithm.correctness``; the judge
@@ -71,8 +76,10 @@ from medrl.answers.clinical.forms import equivalent_forms
 from medrl.answers.clinical.lexicon import NEGATION_WORDS, canonical_text
 from medrl.answers.completion import parse_response, split_steps
 from medrl.rewards import REWARDS
-from medrl.rewards.base import Reward, column, guard_correct, parse_all, reference_text, texts_of
-from medrl.rewards.correctness import batch_correct, check_rule, normalize_answer
+from medrl.rewards.base import (ENCODER_HELP, Reward, column, document_options, guard_correct, parse_all,
+                               reference_text, texts_of)
+from medrl.rewards.correctness import CORRECTNESS_OPTION_HELP, batch_correct, check_rule, normalize_answer
+from medrl.types import ParsedResponse
 
 MATCH_MODES = ("soft", "fuzzy", "substring", "embedding", "r1vl")
 DEFAULT_MATCH_THRESHOLD = {"soft": 0.85, "fuzzy": 0.85, "substring": None, "embedding": 0.7, "r1vl": None}
@@ -81,6 +88,7 @@ STRUCTURES = ("think", "r1vl")
 R1VL_DESCRIPTION, R1VL_RATIONALES, R1VL_FINAL = "### Image Description:", "### Rationales:", "### The final answer is:"
 _R1VL_STEP = re.compile(r"### Step (\d+):")
 _R1VL_STEP_TEXT = re.compile(r"### Step \d+:\s*(.*?)(?=\n###|\Z)", re.DOTALL)
+_R1VL_ANSWER = re.compile(r"### The final answer is:\s*\n?(.*)")  # R1-VL grpo.py accuracy_reward
 SIDE_WORDS = frozenset({"left", "right", "bilateral"})
 _NEGATION = NEGATION_WORDS - {"free"}  # "free air", "free fluid" are findings, not negations
 _CONTRAST = frozenset({"but", "however", "although", "though", "whereas", "while"})
@@ -186,6 +194,27 @@ def _embedding_matched(forms_per_step: list[list[str]], steps: list[str], thresh
     sims = emb[: len(flat)] @ emb[len(flat):].T  # cosine: rows are L2-normalised
     best = iter(sims.max(axis=1).tolist())
     return sum(1 for forms in forms_per_step if max(next(best) for _ in forms) >= threshold)
+
+
+def r1vl_answer(text: str | None) -> str | None:
+    """R1-VL's final answer (``src/open_r1/grpo.py``, ``accuracy_reward``): the text after the first
+    ``### The final answer is:`` on its line (the next line when the header ends its own), stripped;
+    None when there is no such header or nothing follows it (the released code then compares the
+    whole completion; medrl reads no answer, Eq. 2's null). Over the answer cap: None."""
+    from medrl.answers.completion import cap_answer
+
+    m = _R1VL_ANSWER.search(text or "")
+    return cap_answer(m.group(1).strip() or None) if m else None
+
+
+def r1vl_parsed(text: str | None) -> ParsedResponse:
+    """A completion in R1-VL's format read as a :class:`~medrl.types.ParsedResponse`: the
+    reasoning is the text before the final-answer header, the answer :func:`r1vl_answer`."""
+    text = text or ""
+    head = text.find(R1VL_FINAL)
+    answer = r1vl_answer(text)
+    return ParsedResponse(modality=None, reasoning=(text[:head] if head >= 0 else text).strip() or None,
+                          answer=answer, well_formed=r1vl_structure(text)["logical"] and answer is not None)
 
 
 def r1vl_step_text(text: str | None) -> str:
@@ -340,12 +369,14 @@ def steprar_batch(completions, columns, *, reward="steprar", alpha=0.1, match="s
                   use_correct_column=True, missing_key_steps="none") -> list[float | None]:
     """Batch function of the ``steprar`` reward (options: see :func:`make_steprar`)."""
     n = len(completions)
-    parsed = parse_all(completions)
+    r1vl = match == "r1vl"  # R1-VL's format read whole: the answer under its final-answer header
+    parsed = [r1vl_parsed(t) for t in texts_of(completions)] if r1vl else parse_all(completions)
     refs = [reference_text(r) for r in column(columns, "answer", n, reward=reward)]
     keys = column(columns, "key_steps", n, reward=reward)
     forms = column(columns, "key_step_forms", n, reward=reward)
     answers = [p.answer for p in parsed]
-    correct = batch_correct(answers, refs, columns, use_column=use_correct_column,
+    # the trainer's ``correct`` column reads <answer>: R1-VL's answer is decided here (exact)
+    correct = batch_correct(answers, refs, columns, use_column=use_correct_column and not r1vl,
                             rule=rule, threshold=threshold, reward=reward)
     correct = guard_correct(parsed, refs, correct, columns, reward=reward)  # the guard (module docstring)
     out: list[float | None] = []
@@ -383,11 +414,23 @@ def make_steprar(*, alpha: float = 0.1, match: str = "soft",
         raise ValueError(f"steprar: unknown match mode {match!r}; known: {', '.join(MATCH_MODES)}")
     if missing_key_steps not in ("none", "zero"):
         raise ValueError(f"steprar: missing_key_steps is 'none' or 'zero', got {missing_key_steps!r}")
-    fn = Reward("steprar", steprar_batch, alpha=alpha, match=match, match_threshold=match_threshold,
-                model=model, rule=rule, threshold=threshold, use_correct_column=use_correct_column,
-                missing_key_steps=missing_key_steps)
-    fn.uses_correctness = use_correct_column  # the trainer fills ``correct`` (medrl.rewards.correctness)
-    return fn
+    # reads the trainer's ``correct`` column (medrl.rewards.correctness, from <answer>) unless told not
+    # to; "r1vl" reads R1-VL's own answer line instead
+    reads = ("correct",) if use_correct_column and match != "r1vl" else ()
+    return Reward("steprar", steprar_batch, reads=reads, alpha=alpha,
+                  match=match, match_threshold=match_threshold, model=model, rule=rule, threshold=threshold,
+                  use_correct_column=use_correct_column, missing_key_steps=missing_key_steps)
+
+
+document_options(
+    make_steprar, alpha="StepGRPO Eq. 2: weight of the key-step match k in StepRAR",
+    match="how a key step counts as matched: soft (normalised forms), fuzzy (character similarity), substring, "
+          "embedding (cosine of sentence embeddings) or r1vl (R1-VL's released format end to end: its ### Step "
+          "sections matched as key_step_single does, its answer read under '### The final answer is:')",
+    match_threshold="similarity a match needs (None: the mode's default: soft/fuzzy 0.85, embedding 0.7)",
+    model=f"sentence encoder for match embedding: {ENCODER_HELP}",
+    missing_key_steps="a record without key steps: none (the row is unscorable) or zero (k = 0)",
+    **CORRECTNESS_OPTION_HELP)
 
 
 make_steprar.uses_correctness = True
@@ -402,3 +445,10 @@ def make_steprvr(*, min_reasoning_steps: int = 2, background_window: int = 2, mi
         raise ValueError(f"steprvr: structure must be one of {', '.join(STRUCTURES)}, got {structure!r}")
     return Reward("steprvr", steprvr_batch, min_reasoning_steps=min_reasoning_steps,
                   background_window=background_window, min_step_words=min_step_words, structure=structure)
+
+
+document_options(
+    make_steprvr, min_reasoning_steps="StepGRPO Eq. 3: steps a complete reasoning needs besides its description",
+    background_window="the description of the image/question must be among the first this many steps (logic)",
+    min_step_words="a sentence of the reasoning counts as a step with at least this many words",
+    structure="think (medrl's heuristic over the <think> sentences) or r1vl (R1-VL's literal section headers)")

@@ -28,7 +28,6 @@ import json
 import logging
 import os
 import re
-import struct
 from pathlib import Path
 from typing import Iterator
 
@@ -55,24 +54,11 @@ def checkpoints(folder: str | os.PathLike) -> list[Path]:
 
 
 def _safetensors_problem(path: Path) -> str | None:
-    """Why ``path`` is not a complete safetensors file (None when it is)."""
-    try:
-        size = path.stat().st_size
-        with path.open("rb") as fh:
-            head = fh.read(8)
-            if len(head) < 8:
-                return f"{path.name} is {size} bytes (no header)"
-            (n,) = struct.unpack("<Q", head)
-            if n > size - 8:
-                return f"{path.name} is cut short ({size} bytes, header alone needs {n + 8})"
-            header = json.loads(fh.read(n))
-    except (OSError, ValueError) as exc:
-        return f"{path.name} cannot be read ({exc})"
-    end = max((int(v["data_offsets"][1]) for k, v in header.items()
-               if k != "__metadata__" and isinstance(v, dict) and "data_offsets" in v), default=0)
-    if size < 8 + n + end:
-        return f"{path.name} is cut short ({size:,} of {8 + n + end:,} bytes)"
-    return None
+    """Why ``path`` is not a complete safetensors file that agrees with its header (None when it
+    is): :func:`medrl.models.integrity.safetensors_problem`."""
+    from medrl.models.integrity import safetensors_problem
+
+    return safetensors_problem(path)
 
 
 #: present in ``checkpoint-N/`` while a save is under way: the checkpoint is not committed yet
@@ -221,18 +207,12 @@ def checkpoint_problem(ckpt: str | os.PathLike) -> str | None:
 
 
 def _weights_problem(ckpt: Path) -> str | None:
-    index = ckpt / "model.safetensors.index.json"
-    weights = [ckpt / n for n in ("model.safetensors", "adapter_model.safetensors") if (ckpt / n).is_file()]
-    if index.is_file():
-        try:
-            shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            return f"model.safetensors.index.json is damaged ({exc})"
-        for s in shards:
-            if not (ckpt / s).is_file():
-                return f"weight shard {s} is missing"
-        weights += [ckpt / s for s in shards]
-    elif not weights and not any(ckpt.glob("*.bin")) and not any(ckpt.glob("global_step*")):
+    from medrl.models.integrity import weight_files
+
+    weights, why = weight_files(ckpt)
+    if why:
+        return why
+    if not weights and not any(ckpt.glob("*.bin")) and not any(ckpt.glob("global_step*")):
         return "no model weights (model.safetensors) in it"
     for w in weights:
         why = _safetensors_problem(w)

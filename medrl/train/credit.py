@@ -146,14 +146,14 @@ class CreditWriter:
             return []
 
     def log_batch(self, trainer, inputs: list[dict], out: dict, seq_advantages, local_rewards,
-                  step_valid: Sequence[Sequence[bool] | None] | None) -> list[dict]:
+                  step_valid: Sequence[Sequence[bool] | None] | None, steps: Sequence | None = None) -> list[dict]:
         """Rows of the first ``rollouts`` rollouts of this batch, appended to the file.
 
         ``out`` is what ``_generate_and_score_completions`` returns (its ``advantages`` are
         what ``_compute_loss`` receives), ``seq_advantages`` the (B,) advantages before MRPO
         shaping, ``local_rewards`` this process's (B, R) reward matrix, ``step_valid`` the
-        process reward's step validities. Reads the texts, ids and step spans the trainer kept
-        from scoring this batch.
+        process reward's step validities and ``steps`` its steps (``MedBatch.steps``; None: the
+        completion's sentences). Reads the texts and ids the trainer kept from scoring this batch.
         """
         from medrl.common.jsonl import append_jsonl
         from medrl.answers.completion import completion_steps, completion_token_offsets, step_token_spans
@@ -165,8 +165,7 @@ class CreditWriter:
         ans_name = answer[0] if answer else (alg.get("log_rewards") or {}).get("answer")
         ans_idx = names.index(ans_name) if ans_name in names else None
         owner = next((m for m in methods if m.advantage == alg["advantage"]), None)
-        process = getattr(trainer, "_process_fn", None)
-        steps_all = getattr(process, "last_steps", None) if process is not None else None
+        steps_all = steps
         adv = out["advantages"].detach()
         seq = seq_advantages.detach()
         mask = out["completion_mask"]

@@ -1,8 +1,9 @@
 """Rewards of your own, named by import path in a recipe (``mypkg.rewards:fn``, ``path.py:fn``).
 
-:func:`custom_reward` loads one and wraps it so the trainer reads from it what it reads from a
-registered reward (declared outputs, shared correctness, checkpointed state, the judge task,
-the rows it could not score), and so its ``__name__`` is the recipe's name for it.
+:func:`custom_reward` loads one and wraps it so its ``__name__`` is the recipe's name for it;
+the wrapper returns what the function returns (a list, or a :class:`medrl.types.RewardResult`
+with its unscorable rows and step outputs), has its signature (the columns it names, e.g.
+``correct``) and carries its checkpointed state and judge task.
 """
 
 from __future__ import annotations
@@ -42,43 +43,29 @@ def custom_reward(spec: str, options: dict | None = None, *, where: str = "rewar
     if params and inspect.Parameter.VAR_KEYWORD not in kinds and "completions" not in params:
         raise RecipeError(f"{where}: {spec!r} does not take TRL's reward arguments "
                           "(prompts, completions, **columns)")
-    def before() -> None:  # the trainer clears the wrapper's rows; clear the function's too
-        if getattr(obj, "last_unscorable", None) is not None:
-            obj.last_unscorable = None
-
-    def after() -> None:  # rows the function marked UNSCORABLE in this call, where the trainer reads them
-        wrapper.last_unscorable = getattr(obj, "last_unscorable", None)
-
     if inspect.iscoroutinefunction(obj) or inspect.iscoroutinefunction(getattr(obj, "__call__", None)):
         @functools.wraps(obj)
         async def wrapper(*args, **kwargs):
-            before()
-            out = await obj(*args, **kwargs)
-            after()
-            return out
+            return await obj(*args, **kwargs)
     else:
         @functools.wraps(obj)
         def wrapper(*args, **kwargs):
-            before()
-            out = obj(*args, **kwargs)
-            after()
-            return out
+            return obj(*args, **kwargs)
     # functools.wraps copies a function's own attributes once; an object's class attributes and
     # methods (a stateful reward's state_dict) are not among them
     for attr in FORWARDED_REWARD_ATTRS:
         if attr not in wrapper.__dict__ and hasattr(obj, attr):
             setattr(wrapper, attr, getattr(obj, attr))
-    wrapper.last_unscorable = getattr(obj, "last_unscorable", None)
     wrapper.__name__ = spec
     wrapper.__wrapped__ = obj
     return wrapper
 
 
-#: what the trainer and its methods read from a reward function besides calling it (declared
-#: batch outputs, the shared correctness, checkpointed state, the judge task); a custom reward's
-#: wrapper carries them, and forwards ``last_unscorable`` (the rows it could not score) per call
-FORWARDED_REWARD_ATTRS = ("outputs", "batch_outputs", "uses_correctness", "checkpoint_state", "state_dict",
-                          "load_state_dict", "judge_task", "reads_gold_reasoning", "semantic")
+#: what is read from a reward function besides calling it and its result: its checkpointed state
+#: (:class:`medrl.types.StatefulReward`), the judge task and gold-reasoning use the cost estimate
+#: and data checks read, ARMed's semantic part; a custom reward's wrapper carries them
+FORWARDED_REWARD_ATTRS = ("checkpoint_state", "state_dict", "load_state_dict", "judge_task", "reads_gold_reasoning",
+                          "semantic")
 
 
 __all__ = ["FORWARDED_REWARD_ATTRS", "custom_reward"]

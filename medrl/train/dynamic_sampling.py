@@ -24,13 +24,13 @@ slot it fills. Each round's reward and monitor metrics are logged as TRL logs an
 trainer adds ``dynamic_sampling/rounds`` (generation rounds used, 1 = none extra),
 ``dynamic_sampling/flat_frac`` (share of generated groups dropped) and ``dynamic_sampling/short``.
 
-Mean-reward band (``mean_band: [low, high]``): MediX-R1 (arXiv 2602.23363, Sec. 4 ablation
-"DAPO", trained with EasyR1, whose online filter keeps a group when ``filter_low < mean <
-filter_high`` on the overall reward, with ``filter_low = 0.01`` and ``filter_high = 0.99``) keeps
-the groups whose mean weighted total reward lies strictly inside the band, instead of the groups
-whose rewards differ. With a band set the band alone decides, as in EasyR1: a group whose
-rollouts all score 0.5 lies inside (0.01, 0.99) and is kept (it carries advantage 0). The
-``dapo`` recipe sets MediX-R1's band; without it the criterion is DAPO's "not all equal".
+Mean-reward band (``mean_band: [low, high]``, EasyR1's online filter, which keeps a group when
+``filter_low < mean < filter_high`` on the overall reward): keeps the groups whose mean weighted
+total reward lies strictly inside the band, instead of the groups whose rewards differ. With a
+band set the band alone decides, as in EasyR1: a group whose rollouts all score 0.5 lies inside
+(0.01, 0.99) and is kept (it carries advantage 0). A method may turn the band on
+(:class:`medrl.methods.base.TrainerOptions` ``mean_band``; its file says which paper trains this
+way); without one the criterion is DAPO's "not all equal".
 
 Deviations from DAPO: DAPO filters on accuracy (all correct / all wrong); medrl's recipes have
 continuous rewards, so the criterion is equal rewards (equal accuracy is the binary case). DAPO
@@ -44,7 +44,7 @@ from __future__ import annotations
 import difflib
 import logging
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Sequence
 
 log = logging.getLogger(__name__)
@@ -57,11 +57,19 @@ TOKEN_FIELDS = frozenset({"prompt_ids", "completion_ids"})
 
 @dataclass
 class DynamicSamplingConfig:
-    enabled: bool = False
-    max_rounds: int = 4  # extra generation rounds per batch at most
-    #: keep groups whose mean total reward lies in the open interval (low, high) (MediX-R1 /
-    #: EasyR1: (0.01, 0.99)); None = keep groups whose rewards are not all equal (DAPO)
-    mean_band: tuple[float, float] | None = None
+    """``algorithm.dynamic_sampling``: ``true`` (these defaults), ``false`` or a mapping of these
+    fields; each field's ``help`` is what ``medrl recipes show NAME --explain`` prints."""
+
+    enabled: bool = field(default=False, metadata={"help": (
+        "drop prompt groups without signal and generate more prompts until the batch is full (DAPO Sec. 3.2); "
+        "a mapping of these settings turns it on")})
+    max_rounds: int = field(default=4, metadata={"help": (
+        "extra generation rounds per batch at most; when they run out the batch is topped up with dropped groups "
+        "(advantage 0) and dynamic_sampling/short is logged as 1")})
+    mean_band: tuple[float, float] | None = field(default=None, metadata={"help": (
+        "[low, high]: keep the groups whose mean weighted total reward lies strictly inside (low, high) instead of "
+        "the groups whose rewards are not all equal (EasyR1's online filter; a method may turn it on); None: DAPO's "
+        "'not all equal'")})
 
     @classmethod
     def from_value(cls, value: Any) -> "DynamicSamplingConfig":

@@ -1,10 +1,11 @@
-"""MediX-R1's clamped KL term (``grpo.kl_clamp``): EasyR1's ``low_var_kl`` inside TRL's loss.
+"""A clamped KL term inside TRL's loss (EasyR1's ``low_var_kl``): an option a method turns on.
 
-MediX-R1 App. A.8 trains with EasyR1's ``kl_penalty: low_var_kl`` (kl_coef 0.01): per token,
-d = log pi_ref - log pi_theta clamped to [-20, 20], k3 = exp(d) - d - 1 clamped to [-10, 10]
-(``verl/trainer/core_algos.py`` ``compute_kl`` of the released training code), averaged with the
-loss's own token averaging and added as ``kl_coef x kl_loss``. TRL computes the same k3 without
-the clamps and has no option for them.
+Per token, d = log pi_ref - log pi_theta clamped to [-20, 20], k3 = exp(d) - d - 1 clamped to
+[-bound, bound] (EasyR1 / verl ``compute_kl`` with ``kl_penalty: low_var_kl``: bound 10),
+averaged with the loss's own token averaging and added as ``beta x kl_loss``. TRL computes the
+same k3 without the clamps and has no option for them. A method turns it on
+(:class:`medrl.methods.base.TrainerOptions` ``kl_clamp``; the method's file says which paper
+trains this way), or a recipe sets ``grpo.kl_clamp`` itself.
 
 How it is done without copying TRL's loss: :func:`compute_loss_with_clamped_kl` runs TRL's
 ``_compute_loss`` with ``beta`` set to 0 for the call (so TRL adds no KL of its own), catches the
@@ -17,7 +18,8 @@ every process, as TRL logs its KL.
 
 ``kl_clamp`` is a field of :class:`GRPOConfig`, TRL's config with this one field added (the
 recipe's ``grpo`` section is built into it, :func:`medrl.train.recipes.build_grpo_config`);
-``None`` (default) leaves TRL's loss untouched.
+``None`` (default) leaves TRL's loss untouched. The trainer keeps the bound it uses in
+``medrl_kl_clamp`` (the config's, or the one a method turns on).
 """
 
 from __future__ import annotations
@@ -42,12 +44,19 @@ class GRPOConfig(trl.GRPOConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.kl_clamp is not None:
-            if isinstance(self.kl_clamp, bool) or not float(self.kl_clamp) > 0:
-                raise ValueError(f"kl_clamp must be a positive number (EasyR1: 10.0), got {self.kl_clamp!r}")
-            if self.use_bias_correction_kl:
-                raise ValueError("kl_clamp is EasyR1's plain clamped k3; it cannot be combined with "
-                                 "use_bias_correction_kl: true")
+        check_kl_clamp(self.kl_clamp, self)
+
+
+def check_kl_clamp(bound: Any, args: Any) -> None:
+    """Refuse a bound that is not a positive number, or one with ``args.use_bias_correction_kl``
+    (TRL's k3 x ratio is another estimator than the plain clamped k3). None passes."""
+    if bound is None:
+        return
+    if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not float(bound) > 0:
+        raise ValueError(f"kl_clamp must be a positive number (EasyR1: 10.0), got {bound!r}")
+    if getattr(args, "use_bias_correction_kl", False):
+        raise ValueError("kl_clamp is EasyR1's plain clamped k3; it cannot be combined with "
+                         "use_bias_correction_kl: true")
 
 
 def clamped_k3(per_token_logps: torch.Tensor, ref_per_token_logps: torch.Tensor, bound: float) -> torch.Tensor:
@@ -84,8 +93,9 @@ def aggregate(per_token: torch.Tensor, mask: torch.Tensor, loss_type: str, *, ac
 
 def compute_loss_with_clamped_kl(trainer: Any, model: Any, inputs: dict, compute: Callable) -> torch.Tensor:
     """``compute(model, inputs)`` (TRL's ``_compute_loss``) with ``beta`` 0, plus ``beta`` x the
-    clamped k3 term; ``compute`` unchanged when ``trainer.args.kl_clamp`` is None or beta is 0."""
-    bound = getattr(trainer.args, "kl_clamp", None)
+    clamped k3 term; ``compute`` unchanged when the trainer's bound (``trainer.medrl_kl_clamp``,
+    else ``trainer.args.kl_clamp``) is None or beta is 0."""
+    bound = getattr(trainer, "medrl_kl_clamp", getattr(trainer.args, "kl_clamp", None))
     beta = trainer.beta
     if bound is None or beta == 0.0:
         return compute(model, inputs)
@@ -120,4 +130,4 @@ def compute_loss_with_clamped_kl(trainer: Any, model: Any, inputs: dict, compute
     return loss
 
 
-__all__ = ["GRPOConfig", "LOG_RATIO_BOUND", "aggregate", "clamped_k3", "compute_loss_with_clamped_kl"]
+__all__ = ["GRPOConfig", "LOG_RATIO_BOUND", "aggregate", "check_kl_clamp", "clamped_k3", "compute_loss_with_clamped_kl"]

@@ -66,31 +66,39 @@ def check_call_options(fn: Any, options: dict, where: str, skip: tuple = ()) -> 
     return problems
 
 
-#: Stage kind -> (module, function) whose keyword arguments a stage's ``options`` are, and the
-#: arguments the pipeline passes itself. ``rl`` and ``sft`` stages take their settings from the
-#: recipe's ``grpo`` / ``sft`` sections, so they take no options.
-STAGE_OPTIONS = {
-    "knowledge_injection": ("medrl.train.pipeline", "knowledge_injection", ("model", "records", "output_dir",
-                                                                            "judge")),
-    "refine": ("medrl.data.curation.refine", "refine_vqa", ("records", "judge", "audit_log")),
-    "key_steps": ("medrl.data.curation.key_steps", "extract_key_steps", ("records", "judge", "results_path")),
-}
+#: the pipeline's own stage that takes options: the function whose keyword arguments they are,
+#: and the arguments the pipeline passes itself. ``rl`` and ``sft`` stages take their settings
+#: from the recipe's ``grpo`` / ``sft`` sections, so they take no options; a registered stage
+#: (:data:`medrl.methods.stages.STAGES`) names its own (``Stage.options_of``, ``Stage.fixed``).
+REFINE_OPTIONS = ("medrl.data.curation.refine:refine_vqa", ("records", "judge", "audit_log"))
+
+
+def stage_options_function(kind: str) -> tuple[Any, tuple[str, ...]]:
+    """``(function whose keyword arguments are the options of a stage of kind, arguments set by
+    the stage itself)``; ``(None, ())`` for a kind that takes no options."""
+    from medrl.common.registry import load_object
+    from medrl.methods.stages import STAGES
+
+    if kind == "refine":
+        return load_object(REFINE_OPTIONS[0]), REFINE_OPTIONS[1]
+    if kind in ("rl", "sft") or kind not in STAGES:
+        return None, ()
+    stage = STAGES.get(kind)
+    return stage.options_function(), stage.fixed
 
 
 def check_stage_options(stages: typing.Sequence[Any]) -> list[tuple[str, str]]:
     """Each stage's ``options`` against the keyword arguments of the function that runs it."""
-    import importlib
-
     problems = []
     for i, st in enumerate(stages):
         where = f"stages[{i}].options"
-        if st.kind not in STAGE_OPTIONS:
+        fn, fixed = stage_options_function(st.kind)
+        if fn is None:
             for key in st.options:
-                problems.append((f"{where}.{key}", f"a {st.kind!r} stage takes no options (its settings are the "
-                                 f"recipe's {'grpo' if st.kind == 'rl' else 'sft'} section)"))
+                problems.append((f"{where}.{key}", f"a {st.kind!r} stage takes no options" + (
+                    f" (its settings are the recipe's {'grpo' if st.kind == 'rl' else 'sft'} section)"
+                    if st.kind in ("rl", "sft") else "")))
             continue
-        module, name, fixed = STAGE_OPTIONS[st.kind]
-        fn = getattr(importlib.import_module(module), name)
         for key in st.options:
             if key in fixed:
                 problems.append((f"{where}.{key}", "set by the pipeline itself, not an option"))
@@ -204,5 +212,5 @@ def _takes_str_not_bool(hint: Any) -> bool:
     return str in args and bool not in args
 
 
-__all__ = ["STAGE_OPTIONS", "check_call_options", "check_reward_specs", "check_stage_options", "check_trl_section",
+__all__ = ["REFINE_OPTIONS", "stage_options_function", "check_call_options", "check_reward_specs", "check_stage_options", "check_trl_section",
            "coerce", "trl_fields", "type_problem"]

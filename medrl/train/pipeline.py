@@ -2,20 +2,17 @@
 
 - :func:`train_rl`: records -> dataset -> :class:`MedGRPOTrainer` -> checkpoints, final model.
 - :func:`run_recipe`: a whole recipe in a run folder. Single-stage RL recipes train directly in
-  the run folder; multi-stage recipes run their ``stages`` in ``<run>/stages/NN_<name>/``:
-
-  * ARMed ("Medical Thinking Knowledge Injection"): RL (ARMed-I) ->
-    knowledge injection (exemplar questions picked by
-    :func:`medrl.data.curation.exemplars.knowledge_exemplars`; ARMed-I writes their chain of
-    thought, which becomes the record's ``gold_reasoning``, the reference answer stays the target;
-    only chains of thought whose answer the shared correctness decision accepts are kept)
-    -> SFT (ARMed-A) -> the same RL again (ARMed-R). ARMed's VQA refinement runs first when
-    ``data.refine`` is true (opt-in, :func:`refine_stage`; any recipe).
-  * StepGRPO (Sec. 3.2): key-step extraction by the judge (StepRAR
-    needs them) -> warm-up SFT on chain-of-thought targets (Eq. 1) -> RL.
+  the run folder; multi-stage recipes run their ``stages`` in ``<run>/stages/NN_<name>/``.
+  The pipeline runs three kinds itself: ``rl`` (:func:`train_rl`), ``sft``
+  (:func:`train_sft_stage`, on the records a previous stage left for it, ``sft_records``) and
+  ``refine`` (:func:`refine_stage`, a judge audits and rewrites question-answer pairs; first
+  when ``data.refine`` is true, any recipe). Every other kind is a stage a method or a plugin
+  registers (:data:`medrl.methods.stages.STAGES`; the methods' files describe theirs), run with
+  a :class:`medrl.methods.stages.StageRun`.
 
   Each finished stage writes ``DONE`` (its output model folder); a resumed pipeline skips done
-  stages and resumes an interrupted RL stage from its last checkpoint.
+  stages (a registered one is called with ``done=True`` to read back what it saved) and resumes
+  an interrupted RL stage from its last checkpoint.
 """
 
 from __future__ import annotations
@@ -23,16 +20,18 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 from medrl.train.checkpoints import last_checkpoint, resolve_resume
-from medrl.train.recipes import Recipe, build_grpo_config, build_reward_funcs
+from medrl.train.recipe_schema import BUILTIN_STAGES
+from medrl.train.recipes import Recipe, build_grpo_config, build_reward_funcs, policy_load_options
 
-__all__ = ["DEFAULT_TRAIN_DATA", "RLResult", "load_training_records", "training_source", "resolve_resume",
-           "train_rl", "train_sft_stage", "finished_run", "knowledge_injection", "key_steps_stage", "refine_stage",
-           "pipeline_stages", "run_recipe"]
+__all__ = ["BUILTIN_STAGES", "DEFAULT_TRAIN_DATA", "RLResult", "load_training_records", "training_source",
+           "resolve_resume", "train_rl", "train_sft_stage", "finished_run", "refine_stage", "pipeline_stages",
+           "stages_use_judge",
+           "run_recipe"]
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +150,27 @@ def load_training_records(recipe: Recipe, data: str | None = None, data_dir: str
     return records
 
 
+def card_info(recipe: Recipe, model, records: Sequence, run_dir, *, lora: bool = False, judge: Any = None,
+              card: dict | None = None, command: str = "train") -> dict:
+    """The model card's ``base_model``, ``datasets``, key ``metrics`` and reproducing ``command``
+    for a stage that trained ``model`` on ``records`` in ``run_dir``, derived from the recipe and
+    the records' sources; ``card`` (what ``medrl train`` knows: the exact command line, the data
+    spec, the run's first model) overrides them."""
+    from medrl.train.model_card import dataset_names, key_metrics, reproduce_command
+    from medrl.train.recipes import RECIPE_DIR
+
+    sources = "+".join(dict.fromkeys(str(r.source) for r in records if getattr(r, "source", None)))
+    shipped = Path(recipe.source).resolve().parent == RECIPE_DIR.resolve()
+    info = {"base_model": str(model), "datasets": dataset_names(sources), "metrics": key_metrics(run_dir),
+            "command": reproduce_command(recipe.name if shipped else Path(recipe.source).name, model, sources or None,
+                                         command=command, profile=recipe.profile, overrides=recipe.overrides,
+                                         lora=lora, judge=getattr(judge, "spec", None) or getattr(judge, "name", None),
+                                         trust_remote_code=bool((recipe.model or {}).get("trust_remote_code")),
+                                         out=run_dir)}
+    info.update({k: v for k, v in (card or {}).items() if v is not None})
+    return info
+
+
 def train_rl(
     recipe: Recipe,
     model: str | os.PathLike,
@@ -165,6 +185,7 @@ def train_rl(
     trainer_cls: Any = None,
     train: bool = True,
     probe_records: Sequence | None = None,
+    card: dict | None = None,
 ) -> RLResult:
     """Train one RL stage of ``recipe`` on ``records`` starting from the model folder ``model``.
 
@@ -172,8 +193,10 @@ def train_rl(
     extra ``TrainerCallback`` objects. ``train=False`` builds the trainer without training
     (benchmarks, tests). The final model and processor are saved to ``output_dir/final``.
     ``probe_records``: held-out records scored at each save when ``grpo.metric_for_best_model`` is
-    set; the best checkpoint is kept and copied to ``output_dir/best``
-    (:mod:`medrl.train.best_checkpoint`, MediX-R1 Table 4).
+    set (or a method turns best-checkpoint selection on); the best checkpoint is kept and copied
+    to ``output_dir/best`` (:mod:`medrl.train.best_checkpoint`). ``card``: fields of the model card
+    written with ``final/`` (:func:`medrl.train.model_card.model_card`: ``command``, ``datasets``,
+    ``base_model``) that override what :func:`card_info` derives.
     """
     import medrl.models  # noqa: F401  (registers the image-only processors TRL may reload)
     from medrl.data import to_hf_dataset
@@ -189,7 +212,10 @@ def train_rl(
     extra = {"report_to": recipe.grpo.get("report_to", ["tensorboard"])}
     extra.update(grpo_overrides or {})
     args = build_grpo_config(recipe, out, **extra)
-    policy, processor = load_policy(str(model), lora=lora)
+    load = policy_load_options(recipe)
+    if load["quantization"] and not lora:  # 4-bit weights train only through adapters (QLoRA)
+        lora = True
+    policy, processor = load_policy(str(model), lora=lora, **load)
     from medrl.train.guards import uses_parsed_content
 
     if uses_parsed_content(getattr(processor, "tokenizer", processor)):
@@ -205,7 +231,8 @@ def train_rl(
     )
     from medrl.train.best_checkpoint import attach_best_checkpoint
 
-    attach_best_checkpoint(trainer, probe_records=probe_records)  # a no-op unless grpo.metric_for_best_model
+    if getattr(trainer, "best_checkpoint", None) is None:  # a method of the run may have turned it on already
+        attach_best_checkpoint(trainer, probe_records=probe_records)  # a no-op unless grpo.metric_for_best_model
     final = out / "final"
     if train:
         trainer.train(resume_from_checkpoint=resolve_resume(resume, out))
@@ -216,100 +243,42 @@ def train_rl(
 
             if trainer.accelerator.is_main_process:
                 save_policy(trainer.accelerator.unwrap_model(trainer.model), processor, final)
-                from medrl.train.model_card import base_model_name, write_model_card
+                from medrl.train.model_card import write_model_card
 
                 used = ", ".join(m.label() for m in trainer.methods)
                 method = (f"{recipe.name} (RL, TRL GRPOTrainer; advantage estimator {recipe.algorithm['advantage']}"
                           + (f"; methods {used})" if used else ")"))
-                write_model_card([out, final], base_model=base_model_name(model), method=method,
-                                 recipe=recipe.name, paper=recipe.paper, data=f"{len(records)} records",
-                                 steps=trainer.state.global_step,
+                write_model_card([out, final], method=method, recipe=recipe.name, paper=recipe.paper,
+                                 data=f"{len(records)} records", steps=trainer.state.global_step,
                                  extra={"rewards": ", ".join(f"{r['name']} x{r.get('weight', 1.0)}"
-                                                             for r in recipe.rewards)})
+                                                             for r in recipe.rewards)},
+                                 **card_info(recipe, model, records, out, lora=bool(lora), judge=judge, card=card))
             trainer.accelerator.wait_for_everyone()
     return RLResult(trainer, out, final)
 
 
 # --------------------------------------------------------------------------------------------
-# SFT and knowledge injection stages
+# SFT and refine stages (the pipeline's own; methods register theirs in medrl.methods.stages)
 
 
 def train_sft_stage(recipe: Recipe, model: str | os.PathLike, records: Sequence, output_dir: Path,
-                    *, resume: bool | str | None = None) -> Path:
+                    *, resume: bool | str | None = None, card: dict | None = None) -> Path:
     """SFT on ``<think>..</think><answer>..</answer>`` targets with the recipe's ``sft`` options."""
     from medrl.train import sft
+
+    info = card_info(recipe, model, records, output_dir, card=card)
+    info.pop("metrics", None)  # read after training, by train_sft
 
     return Path(sft.train_sft(
         model=str(model), records=list(records), output_dir=str(output_dir),
         prompt_style=recipe.data.get("prompt_style", "think_answer"),
         options={**({"max_pixels": recipe.data["max_pixels"]} if recipe.data.get("max_pixels") else {}), **recipe.sft},
-        resume=resume,
+        resume=resume, load=policy_load_options(recipe), card=info,
     ))
 
 
-def knowledge_injection(model: str | os.PathLike, records: Sequence, output_dir: Path, *,
-                        min_answer_count: int = 5, clusters_per_group: int = 3, max_new_tokens: int = 1024,
-                        temperature: float = 0.7, batch_size: int = 8, max_records: int | None = None,
-                        prompt_style: str = "think_answer", seed: int = 0, require_correct: bool = True,
-                        correctness: str = "auto", judge: Any = None) -> list:
-    """ARMed knowledge-injection set: exemplars + chain of thought written by ``model`` (ARMed-I).
-
-    The model's ``<think>`` text becomes ``gold_reasoning`` (the SFT target's reasoning); the
-    reference answer stays the answer. With ``require_correct`` (default) only chains of thought
-    whose ``<answer>`` the shared correctness decision accepts are kept
-    (:func:`medrl.rewards.correctness.correctness_column`, mode ``correctness``, ``judge`` for
-    open questions in mode auto): a chain that reaches another answer would teach reasoning that
-    does not support the target. A kept generation without a ``<think>`` block leaves the record
-    without gold reasoning (the SFT target falls back to evidence-based reasoning,
-    :func:`medrl.data.prompts.format_target`). Counts are logged and saved in ``summary.json``;
-    the set goes to ``output_dir/knowledge.jsonl``.
-    """
-    from medrl.data import read_jsonl, write_jsonl
-    from medrl.data.curation.exemplars import knowledge_exemplars
-    from medrl.models import generate, load_policy
-    from medrl.answers.completion import parse_response
-    from medrl.rewards.correctness import correctness_column
-
-    output_dir.mkdir(parents=True, exist_ok=True)
-    path = output_dir / "knowledge.jsonl"
-    if path.is_file():
-        return read_jsonl(path)
-    chosen, summary = knowledge_exemplars(
-        list(records), min_count=min_answer_count, clusters_per_group=clusters_per_group, seed=seed,
-        results_path=output_dir / "exemplars.jsonl",
-    )
-    if max_records is not None:
-        chosen = chosen[:max_records]
-    policy, processor = load_policy(str(model))
-    texts = generate(policy, processor, chosen, max_new_tokens=max_new_tokens, temperature=temperature,
-                     batch_size=batch_size, prompt_style=prompt_style, seed=seed)
-    parsed = [parse_response(t) for t in texts]
-    if require_correct:
-        ok = correctness_column(
-            [p.answer for p in parsed], [r.answer for r in chosen], questions=[r.question for r in chosen],
-            answer_types=[r.answer_type for r in chosen], open_ended=[r.open_ended for r in chosen],
-            images=[list(r.images) for r in chosen], mode=correctness, judge=judge)
-    else:
-        ok = [True] * len(chosen)
-    out = []
-    for rec, text, p, good in zip(chosen, texts, parsed, ok, strict=True):
-        if not good:
-            continue
-        reasoning = (p.reasoning or "").strip()
-        out.append(replace(rec, gold_reasoning=reasoning or rec.gold_reasoning,
-                           extras={**rec.extras, "knowledge_cot": text}))
-    counts = {"generated": len(chosen), "kept": len(out), "rejected": sum(1 for v in ok if v is False),
-              "undecided": sum(1 for v in ok if v is None), "require_correct": require_correct,
-              "correctness": correctness}
-    log.info("knowledge injection: kept %d of %d chains of thought (%d reached another answer, %d undecided)",
-             counts["kept"], counts["generated"], counts["rejected"], counts["undecided"])
-    write_jsonl(out, path)
-    (output_dir / "summary.json").write_text(json.dumps({**summary, "chains_of_thought": counts}, indent=2))
-    return out
-
-
 def refine_stage(records: Sequence, judge: Any, output_dir: Path, **options: Any) -> list:
-    """ARMed's VQA refinement (ARMed Appendix "VQA Refinement"), opt-in as
+    """VQA refinement (the ``refine`` stage, after ARMed's Appendix "VQA Refinement"), opt-in as
     the first pipeline stage (``data.refine: true``): the judge audits every question-answer
     pair and rewrites misaligned questions
     (:func:`medrl.data.curation.refine.refine_vqa`). Resumable (``audit.jsonl``). The offline
@@ -329,22 +298,6 @@ def refine_stage(records: Sequence, judge: Any, output_dir: Path, **options: Any
     return out
 
 
-def key_steps_stage(records: Sequence, judge: Any, output_dir: Path, **options: Any) -> list:
-    """StepGRPO key steps (StepGRPO Sec. 3.2.2): pre-extract each record's key
-    steps with the judge (from the gold reasoning; evidence-based without one, see
-    :func:`medrl.data.curation.key_steps.extract_key_steps`). Resumable (``key_steps.jsonl``)."""
-    from medrl.data import write_jsonl
-    from medrl.data.curation.key_steps import extract_key_steps
-    from medrl.judges import build_judge
-
-    output_dir.mkdir(parents=True, exist_ok=True)
-    out, counts = extract_key_steps(list(records), judge if judge is not None else build_judge("reference"),
-                                    results_path=output_dir / "key_steps.jsonl", **options)
-    write_jsonl(out, output_dir / "records.jsonl")
-    (output_dir / "summary.json").write_text(json.dumps(counts, indent=2))
-    return out
-
-
 # --------------------------------------------------------------------------------------------
 
 
@@ -358,6 +311,15 @@ def pipeline_stages(recipe: Recipe) -> list[dict]:
         opts = recipe.data["refine"] if isinstance(recipe.data["refine"], dict) else {}
         stages.insert(0, {"name": "refine", "kind": "refine", "options": opts})
     return stages
+
+
+def stages_use_judge(recipe: Recipe) -> bool:
+    """Whether a stage of the run asks the judge: ``refine``, or a registered stage that says so
+    (``Stage.uses_judge``)."""
+    from medrl.methods.stages import STAGES
+
+    return any(st["kind"] == "refine" or (st["kind"] in STAGES and STAGES.get(st["kind"]).uses_judge)
+               for st in pipeline_stages(recipe))
 
 
 def finished_run(recipe: Recipe, run_dir: str | os.PathLike) -> Path | None:
@@ -398,53 +360,66 @@ def run_recipe(
     callbacks: Sequence[Any] = (),
     lora: Any = None,
     probe_records: Sequence | None = None,
+    card: dict | None = None,
 ) -> Path:
     """Run a whole recipe in ``run_dir``; returns the final model folder. ``probe_records``:
-    held-out records for the best-checkpoint score (see :func:`train_rl`)."""
+    held-out records for the best-checkpoint score (see :func:`train_rl`); ``card``: model card
+    fields for every stage's card (``medrl train`` passes its command line)."""
     run = Path(run_dir)
     stages = pipeline_stages(recipe)
     if not stages:
         if recipe.rewards:
             return train_rl(recipe, model, records, run, judge=judge, resume=resume, callbacks=callbacks,
-                            lora=lora, probe_records=probe_records).final_dir
-        return train_sft_stage(recipe, model, records, run, resume=resume)
+                            lora=lora, probe_records=probe_records, card=card).final_dir
+        return train_sft_stage(recipe, model, records, run, resume=resume, card=card)
 
     current = Path(model)
-    knowledge_records = None
+    sft_records = None  # records a registered stage left for the next sft stage (None: the records)
     for i, stage in enumerate(stages, start=1):
         name, kind = stage.get("name", stage["kind"]), stage["kind"]
         folder = run / "stages" / f"{i:02d}_{name}"
         done = folder / "DONE"
+        options = dict(stage.get("options") or {})
         if done.is_file():
             current = Path(done.read_text().strip())
-            if kind == "knowledge_injection":
-                knowledge_records = knowledge_injection(current, records, folder)  # reads the saved set
-            elif kind in ("key_steps", "refine"):
+            if kind == "refine":
                 from medrl.data import read_jsonl
 
                 records = read_jsonl(folder / "records.jsonl")
+            elif kind not in BUILTIN_STAGES:
+                records, sft_records, current = _registered_stage(kind, recipe, current, records, folder, options,
+                                                                  judge, sft_records, done=True)
             log.info("stage %s already done -> %s", name, current)
             continue
         folder.mkdir(parents=True, exist_ok=True)
         log.info("stage %d/%d: %s (%s)", i, len(stages), name, kind)
         if kind == "refine":
-            records = refine_stage(records, judge, folder, **dict(stage.get("options") or {}))
-        elif kind == "key_steps":
-            records = key_steps_stage(records, judge, folder, **dict(stage.get("options") or {}))
+            records = refine_stage(records, judge, folder, **options)
         elif kind == "rl":
             current = train_rl(recipe, current, records, folder, judge=judge, resume=bool(resume) and "last",
-                               callbacks=callbacks, lora=lora, probe_records=probe_records).final_dir
-        elif kind == "knowledge_injection":
-            opts = dict(stage.get("options") or {})
-            opts.setdefault("prompt_style", recipe.data.get("prompt_style", "think_answer"))
-            opts.setdefault("correctness", recipe.algorithm.get("correctness", "auto"))
-            knowledge_records = knowledge_injection(current, records, folder, judge=judge, **opts)
+                               callbacks=callbacks, lora=lora, probe_records=probe_records, card=card).final_dir
         elif kind == "sft":
-            sft_records = knowledge_records if knowledge_records is not None else records
-            if not sft_records:
-                log.warning("stage %s: no training records (no chain of thought was accepted); the model "
+            train_on = sft_records if sft_records is not None else records
+            if not train_on:
+                log.warning("stage %s: no training records (the stage before it left none); the model "
                             "passes on unchanged", name)
             else:
-                current = train_sft_stage(recipe, current, sft_records, folder, resume=bool(resume) and "last")
+                current = train_sft_stage(recipe, current, train_on, folder, resume=bool(resume) and "last",
+                                          card=card)
+        else:
+            records, sft_records, current = _registered_stage(kind, recipe, current, records, folder, options, judge,
+                                                              sft_records)
         done.write_text(str(current))
     return current
+
+
+def _registered_stage(kind: str, recipe: Recipe, model: Path, records: Sequence, folder: Path, options: dict,
+                      judge: Any, sft_records: list | None, *, done: bool = False) -> tuple[list, list | None, Path]:
+    """Run the stage a method or plugin registered as ``kind`` (:data:`medrl.methods.stages.STAGES`);
+    returns what it hands on: ``(records, sft_records, model folder)``."""
+    from medrl.methods.stages import StageRun, get_stage
+
+    run = StageRun(recipe=recipe, model=Path(model), records=list(records), folder=folder, options=options,
+                   judge=judge, sft_records=sft_records, done=done)
+    get_stage(kind).run(run)
+    return list(run.records), run.sft_records, Path(run.model)

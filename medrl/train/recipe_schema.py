@@ -48,7 +48,21 @@ from medrl.train.option_checks import check_reward_specs, check_stage_options
 
 PROMPT_STYLES = ("think_answer", "modality_think_answer", "plain")
 OPEN_MODES = ("papers", "answer_type", "strict")
-STAGE_KINDS = ("rl", "sft", "knowledge_injection", "key_steps", "refine")
+#: the stage kinds the pipeline runs itself (medrl.train.pipeline), with their help; every other
+#: kind is a stage a method or plugin registers (medrl.methods.stages.STAGES)
+BUILTIN_STAGES = {
+    "rl": "RL with the recipe's rewards and grpo section",
+    "sft": "SFT with the sft section, on the records the stage before left for it (else the run's records)",
+    "refine": "a judge audits every question-answer pair and rewrites misaligned questions (data.refine puts it "
+              "first)",
+}
+
+
+def stage_kinds() -> list[str]:
+    """Every stage kind a recipe may list: the pipeline's own and the registered ones."""
+    from medrl.methods.stages import STAGES
+
+    return [*BUILTIN_STAGES, *(k for k in STAGES.names() if k not in BUILTIN_STAGES)]
 
 
 class _Section(BaseModel):
@@ -125,7 +139,8 @@ class AlgorithmBase(_Section):
     log_credit_rollouts: NonNegativeInt = Field(4, description="rollouts per logged step in credit.jsonl")
     dynamic_sampling: bool | dict[str, Any] = Field(False, description=(
         "DAPO dynamic sampling (drop groups whose rewards are all equal and re-sample): false, true, or a "
-        "mapping of medrl.train.dynamic_sampling's options"))
+        "mapping of its settings - enabled, max_rounds, mean_band (medrl.train.dynamic_sampling."
+        "DynamicSamplingConfig; --explain lists each with its help)"))
 
     @field_validator("advantage")
     @classmethod
@@ -225,12 +240,46 @@ class MonitorSection(_Section):
 
     enabled: bool | None = Field(None, description="watch every step for reward hacking (default on)")
     thresholds: dict[str, float] | None = Field(None, description=(
-        "alert thresholds by name (medrl.train.monitor.MonitorConfig: reward_rise, length_growth_max, "
-        "format_drop, ...)"))
+        "alert thresholds and settings by name (medrl.train.monitor.MonitorConfig: reward_rise, "
+        "length_growth_max, format_drop, ...; --explain lists each with its help)"))
     window: PositiveInt | None = Field(None, description="steps in a trend window")
     probe_every: NonNegativeInt | None = Field(None, description="held-out probe every N steps (0 = off)")
     probe_records: NonNegativeInt | None = Field(None, description="held-out records the probe answers")
     stop_on_alert: bool | None = Field(None, description="save a checkpoint and stop when a hacking alert fires")
+
+
+class ModelSection(_Section):
+    """``model``: how the policy is loaded. 4-bit loading is QLoRA (``--qlora``): the base weights
+    are quantized by bitsandbytes through transformers' ``BitsAndBytesConfig`` and only LoRA
+    adapters train (peft's ``prepare_model_for_kbit_training``)."""
+
+    load_in_4bit: bool = Field(False, description=(
+        "QLoRA: load the policy's weights in 4-bit (bitsandbytes) and train LoRA adapters on them (--qlora; "
+        "turns LoRA on); needs bitsandbytes with a backend for this machine (a CUDA GPU)"))
+    bnb_4bit_quant_type: Literal["nf4", "fp4"] = Field("nf4", description=(
+        "4-bit data type: nf4 (NormalFloat, the QLoRA paper's) or fp4"))
+    bnb_4bit_compute_dtype: Literal["bfloat16", "float16", "float32"] = Field("bfloat16", description=(
+        "dtype the 4-bit layers compute in"))
+    bnb_4bit_use_double_quant: bool = Field(True, description="quantize the quantization constants too (QLoRA)")
+    trust_remote_code: bool = Field(False, description=(
+        "run code shipped in the model folder: set only by --trust-remote-code on the command line, never by a "
+        "recipe, a profile or --set"))
+
+    @field_validator("trust_remote_code")
+    @classmethod
+    def _flag_only(cls, value: bool) -> bool:
+        if value:
+            raise ValueError("running a model's own code is switched on only by --trust-remote-code on the command "
+                             "line (a recipe, a profile or --set cannot)")
+        return value
+
+    def bnb_kwargs(self) -> dict[str, Any] | None:
+        """``transformers.BitsAndBytesConfig`` keyword arguments (None unless ``load_in_4bit``)."""
+        if not self.load_in_4bit:
+            return None
+        return {"load_in_4bit": True, "bnb_4bit_quant_type": self.bnb_4bit_quant_type,
+                "bnb_4bit_compute_dtype": self.bnb_4bit_compute_dtype,
+                "bnb_4bit_use_double_quant": self.bnb_4bit_use_double_quant}
 
 
 class RewardSpec(_Section):
@@ -254,11 +303,21 @@ class StageSpec(_Section):
     """One entry of ``stages``."""
 
     name: str | None = Field(None, description="stage folder name (stages/NN_<name>); default: its kind")
-    kind: Literal["rl", "sft", "knowledge_injection", "key_steps", "refine"] = Field(description=(
-        "rl (the recipe's rewards and grpo), sft (the sft section), knowledge_injection (ARMed), key_steps "
-        "(StepGRPO), refine (ARMed's VQA refinement)"))
+    kind: str = Field(description=(
+        "rl (the recipe's rewards and grpo), sft (the sft section), refine (a judge audits the question-answer "
+        "pairs), or a stage a method or plugin registers (medrl.methods.stages.STAGES; --explain lists them)"))
     options: dict[str, Any] = Field(default_factory=dict, description=(
-        "keyword options of the function that runs the stage (knowledge_injection, key_steps, refine)"))
+        "keyword options of the function that runs the stage (refine and the registered stages; rl and sft take "
+        "their settings from the grpo and sft sections)"))
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, kind: str) -> str:
+        known = stage_kinds()
+        if kind not in known:
+            raise ValueError(f"unknown stage kind {kind!r}{did_you_mean(kind, known)}; known: {', '.join(known)} (a "
+                             "method or plugin registers more with medrl.methods.stages.register_stage)")
+        return kind
 
 
 class RecipeBase(_Section):
@@ -285,6 +344,8 @@ class RecipeBase(_Section):
     judge: JudgeSection = Field(default_factory=JudgeSection, description="judge images and prices")
     batch: BatchSection = Field(default_factory=BatchSection, description="the paper's batch for any process count")
     monitor: MonitorSection = Field(default_factory=MonitorSection, description="reward-hacking monitor options")
+    model: ModelSection = Field(default_factory=ModelSection, description=(
+        "how the policy is loaded: 4-bit QLoRA (load_in_4bit)"))
 
     @model_validator(mode="before")
     @classmethod
@@ -472,6 +533,7 @@ def check_methods(m: RecipeBase) -> list[tuple[str, str]]:
     except MethodConflict as exc:
         return [("methods", str(exc))]
     problems += _advantage_problems(m, methods)
+    problems += _trainer_option_problems(m, methods)
     for method in methods:
         problems += method.recipe_problems(names)
         for i, spec in enumerate(m.rewards):
@@ -479,6 +541,30 @@ def check_methods(m: RecipeBase) -> list[tuple[str, str]]:
                 cfg = method.bound_options(spec.name)[option]
                 problems.append((f"rewards[{i}].options.{option}", f"set by the {method.label()} method's config: "
                                  f"write it as algorithm.{method.section}.{cfg} (one place per setting)"))
+    return problems
+
+
+def _trainer_option_problems(m: RecipeBase, methods: list) -> list[tuple[str, str]]:
+    """A part of the training machinery a method of the run turns on
+    (:meth:`~medrl.methods.Method.trainer_options`) that the recipe also sets under its own key
+    (``grpo.kl_clamp``, ...): one place per setting."""
+    from medrl.methods import MethodConflict
+    from medrl.methods.base import TRAINER_OPTION_KEYS, run_trainer_options
+
+    try:
+        opts = run_trainer_options(methods)
+    except MethodConflict as exc:
+        return [("methods", str(exc))]
+    dynamic = m.algorithm.dynamic_sampling
+    own = {"kl_clamp": (m.grpo or {}).get("kl_clamp"),
+           "mean_band": dynamic.get("mean_band") if isinstance(dynamic, dict) else None,
+           "best_checkpoint": (m.grpo or {}).get("metric_for_best_model")}
+    problems = []
+    for name, value in own.items():
+        owner = next((x for x in methods if getattr(x.trainer_options(), name) is not None), None)
+        if value is not None and owner is not None:
+            problems.append((TRAINER_OPTION_KEYS[name], f"{value!r}, but the {owner.label()} method's config turns it "
+                             f"on ({getattr(opts, name)!r}, algorithm.{owner.section}): set it in one place"))
     return problems
 
 
@@ -505,24 +591,90 @@ def _advantage_problems(m: RecipeBase, methods: list) -> list[tuple[str, str]]:
     return problems
 
 
-def check_ranges(m: RecipeBase) -> list[tuple[str, str]]:
-    """Values outside their range, refused before any model loads: ``grpo.temperature`` and
-    ``learning_rate`` > 0, ``grpo.num_generations`` >= 2 (a group needs two rollouts for a
-    baseline), batch sizes > 0, and reward weights with at least one non-zero."""
+#: learning rates above this are refused (an update that size destroys any pretrained model)
+MAX_LEARNING_RATE = 1.0
+#: learning rates above this get a warning (RL and SFT of VLMs use 1e-6 .. 2e-4)
+HIGH_LEARNING_RATE = 1e-3
+
+
+def _number(v: Any) -> float | None:
+    """``v`` as a float when it is a number (or a number in text, as YAML 1.1 reads ``1e-5``)."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str):
+        try:
+            return float(v)
+        except ValueError:
+            return None
+    return None
+
+
+#: keys of each TRL section that must be > 0
+POSITIVE = {"grpo": ("temperature", "per_device_train_batch_size", "generation_batch_size",
+                     "gradient_accumulation_steps", "steps_per_generation"),
+            "sft": ("per_device_train_batch_size", "gradient_accumulation_steps")}
+
+
+def section_range_problems(section: str, values: dict | None) -> list[tuple[str, str]]:
+    """The range checks of one ``grpo`` / ``sft`` mapping (a recipe's section, or ``medrl sft``'s
+    options after its command-line shortcuts): positive sizes, the learning rate in (0, 1],
+    ``max_grad_norm`` >= 0, and no ``trust_remote_code``."""
     problems = []
-    positive = {"grpo": ("temperature", "learning_rate", "per_device_train_batch_size", "generation_batch_size",
-                         "gradient_accumulation_steps", "steps_per_generation"),
-                "sft": ("learning_rate", "per_device_train_batch_size", "gradient_accumulation_steps")}
-    for section, keys in positive.items():
-        values = getattr(m, section) or {}
-        for key in keys:
-            v = values.get(key)
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and v <= 0:
-                problems.append((f"{section}.{key}", f"must be > 0, got {v!r}"))
+    values = values or {}
+    for key in POSITIVE.get(section, ()):
+        v = _number(values.get(key))
+        if v is not None and v <= 0:
+            problems.append((f"{section}.{key}", f"must be > 0, got {values[key]!r} (accepted: > 0)"))
+    lr = _number(values.get("learning_rate"))
+    if lr is not None and not 0 < lr <= MAX_LEARNING_RATE:
+        problems.append((f"{section}.learning_rate", f"must be > 0 and at most {MAX_LEARNING_RATE:g}, got "
+                         f"{values['learning_rate']!r} (accepted: 0 < learning_rate <= {MAX_LEARNING_RATE:g}; "
+                         "the papers use 1e-6 .. 1e-5)"))
+    norm = _number(values.get("max_grad_norm"))
+    if norm is not None and norm < 0:
+        problems.append((f"{section}.max_grad_norm", f"must be > 0, or 0 to turn gradient clipping off, got "
+                         f"{values['max_grad_norm']!r} (accepted: max_grad_norm >= 0; transformers' "
+                         "TrainingArguments: 0 disables clipping)"))
+    init = values.get("model_init_kwargs")
+    for where, holder in ((f"{section}.trust_remote_code", values),
+                          (f"{section}.model_init_kwargs.trust_remote_code", init if isinstance(init, dict) else {})):
+        if "trust_remote_code" in holder:
+            problems.append((where, "running a model's own code is switched on only by --trust-remote-code on "
+                             "the command line (a recipe, a profile or --set cannot)"))
+    return problems
+
+
+def check_ranges(m: RecipeBase) -> list[tuple[str, str]]:
+    """Values outside their range, refused before any model loads, each naming the accepted
+    range: ``grpo.temperature`` > 0, ``learning_rate`` in (0, 1], ``grpo.beta`` >= 0 (0 = no KL
+    term), ``max_grad_norm`` > 0 or 0 (transformers: 0 turns clipping off), ``grpo.num_generations``
+    >= 2 (a group needs two rollouts for a baseline), batch sizes > 0, and reward weights with at
+    least one non-zero. ``trust_remote_code`` anywhere in ``grpo`` / ``sft`` is refused: only
+    ``--trust-remote-code`` turns it on."""
+    problems = section_range_problems("grpo", m.grpo) + section_range_problems("sft", m.sft)
+    beta = _number((m.grpo or {}).get("beta"))
+    if beta is not None and beta < 0:
+        problems.append(("grpo.beta", f"must be >= 0, got {m.grpo['beta']!r} (accepted: beta >= 0; 0 turns the KL "
+                         "term off)"))
     g = (m.grpo or {}).get("num_generations")
     if isinstance(g, (int, float)) and not isinstance(g, bool) and g < 2:
         problems.append(("grpo.num_generations", f"must be >= 2 (the group advantage compares rollouts of one "
-                         f"prompt), got {g!r}"))
+                         f"prompt), got {g!r} (accepted: >= 2)"))
     if m.rewards and all(r.weight == 0 for r in m.rewards):
         problems.append(("rewards", "every reward weight is 0: at least one must be non-zero"))
     return problems
+
+
+def range_warnings(grpo: dict, sft: dict) -> list[str]:
+    """Values inside their range but far from what the papers use: a learning rate above
+    :data:`HIGH_LEARNING_RATE`. One line each, for the preflight to print."""
+    out = []
+    for section, values in (("grpo", grpo or {}), ("sft", sft or {})):
+        lr = _number(values.get("learning_rate"))
+        if lr is not None and HIGH_LEARNING_RATE < lr <= MAX_LEARNING_RATE:
+            out.append(f"{section}.learning_rate={values['learning_rate']!r} is above {HIGH_LEARNING_RATE:g}: RL and "
+                       "SFT of vision-language models use 1e-6 .. 2e-4; a rate this high usually diverges within a "
+                       "few steps")
+    return out

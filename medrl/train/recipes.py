@@ -38,9 +38,9 @@ A recipe file (``medrl/recipes/<name>.yaml``) has these sections, each optional 
 ``sft``
     options of the SFT stage (``medrl.train.sft``) for multi-stage recipes and ``sft.yaml``.
 ``stages``
-    multi-stage pipelines (ARMed, StepGRPO): a list of ``{name, kind, options}`` with kind
-    ``rl`` | ``sft`` | ``knowledge_injection`` | ``key_steps`` | ``refine``; see
-    :mod:`medrl.train.pipeline` (``data.refine: true`` prepends ``refine`` to any recipe).
+    multi-stage pipelines: a list of ``{name, kind, options}`` with kind ``rl`` | ``sft`` |
+    ``refine`` or a stage a method or plugin registers (:data:`medrl.methods.stages.STAGES`);
+    see :mod:`medrl.train.pipeline` (``data.refine: true`` prepends ``refine`` to any recipe).
 ``profiles``
     per-recipe overlays merged on top of the shared ones in ``profiles.yaml``.
 ``encoders``
@@ -67,14 +67,14 @@ import yaml
 
 from medrl.common.papers import resolve_citation
 from medrl.train.custom_reward import custom_reward
-from medrl.train.recipe_schema import (SECTIONS, STAGE_KINDS, AlgorithmBase, JudgeSection, RecipeError, SchemaError,
+from medrl.train.recipe_schema import (SECTIONS, AlgorithmBase, JudgeSection, RecipeError, SchemaError,
                                       did_you_mean)
 
 RECIPE_DIR = Path(__file__).resolve().parents[1] / "recipes"
 PROFILES_FILE = RECIPE_DIR / "profiles.yaml"
 _NOT_RECIPES = {"profiles"}
 
-__all__ = ["SECTIONS", "STAGE_KINDS", "Recipe", "RecipeError", "load_recipe", "resolve_algorithm", "run_methods", "reward_options", "build_grpo_config",
+__all__ = ["SECTIONS", "Recipe", "RecipeError", "load_recipe", "resolve_algorithm", "run_methods", "reward_options", "build_grpo_config", "policy_load_options", "run_name",
            "build_reward_funcs", "recipe_uses_judge", "list_recipes", "parse_override"]
 
 
@@ -97,6 +97,9 @@ class Recipe:
     judge: dict = field(default_factory=lambda: JudgeSection().model_dump(exclude_none=True))
     batch: dict = field(default_factory=dict)
     monitor: dict = field(default_factory=dict)
+    #: how the policy loads: ``load_in_4bit`` (QLoRA) and the bitsandbytes options when set, and
+    #: ``trust_remote_code`` when ``--trust-remote-code`` was given (only the defaults left out)
+    model: dict = field(default_factory=dict)
     profile: str | None = None
     overrides: list = field(default_factory=list)
 
@@ -250,6 +253,7 @@ def load_recipe(
         judge=model.judge.model_dump(exclude_none=True),
         batch=batch if batch.get("global_prompts") else {},
         monitor=model.monitor.model_dump(exclude_none=True),
+        model=model.model.model_dump(exclude_defaults=True),
         profile=profile,
         overrides=overrides,
     )
@@ -348,7 +352,8 @@ def _check_trl(path: Path, model, origin: dict, context: str) -> tuple[dict, dic
     grpo, problems = check_trl_section(model.grpo, "GRPOConfig", "grpo", extra={"kl_clamp": float | None}, forbidden={
         "reward_weights": "set reward weights in the 'rewards' list, not grpo.reward_weights",
         "output_dir": "the run folder is --out, not grpo.output_dir"})
-    sft, more = check_trl_section(model.sft, "SFTConfig", "sft", extra={"lora": Any, "dtype": Any, "merge_lora": bool})
+    sft, more = check_trl_section(model.sft, "SFTConfig", "sft", extra={"lora": Any, "dtype": Any, "merge_lora": bool,
+                                                                          "warmup_ratio": float})
     problems += more
     if problems:
         msg = _format(path, problems, origin)
@@ -423,10 +428,22 @@ def validate_recipe(recipe: Recipe) -> None:
     raw = {k: v for k, v in recipe.to_dict().items()
            if k in SECTIONS and k not in ("encoders", "batch")}
     raw["encoders"] = {"substitute": (recipe.encoders or {}).get("substitute", "auto")}
+    raw["model"] = {k: v for k, v in (recipe.model or {}).items() if k != "trust_remote_code"}  # the flag's
     try:
         validate_tree(raw)
     except SchemaError as exc:
         raise RecipeError(_format(Path(recipe.source), exc.problems, {})) from None
+
+
+def policy_load_options(recipe: Recipe) -> dict:
+    """Keyword arguments of :func:`medrl.models.load_policy` the recipe's ``model`` section gives:
+    ``trust_remote_code`` (only ever set by ``--trust-remote-code``) and ``quantization`` (the
+    ``BitsAndBytesConfig`` arguments of 4-bit QLoRA loading, or None)."""
+    from medrl.train.recipe_schema import ModelSection
+
+    section = dict(recipe.model or {})
+    trust = bool(section.pop("trust_remote_code", False))
+    return {"trust_remote_code": trust, "quantization": ModelSection.model_validate(section).bnb_kwargs()}
 
 
 # --------------------------------------------------------------------------------------------
@@ -437,6 +454,15 @@ def grpo_config_fields() -> set[str]:
     from medrl.train.kl_clamp import GRPOConfig  # TRL's, plus kl_clamp
 
     return {f.name for f in dataclasses.fields(GRPOConfig)}
+
+
+def run_name(output_dir: str | Path) -> str:
+    """The name trackers (W&B, MLflow, ...) give a run: its folder's name; a stage of a
+    multi-stage run (``RUN/stages/03_rl``) is ``RUN-03_rl``."""
+    p = Path(output_dir)
+    if p.parent.name == "stages" and p.parent.parent.name:
+        return f"{p.parent.parent.name}-{p.name}"
+    return p.name or str(p)
 
 
 def build_grpo_config(recipe: Recipe, output_dir: str | Path, **extra: Any):
@@ -474,6 +500,9 @@ def build_grpo_config(recipe: Recipe, output_dir: str | Path, **extra: Any):
                        or {}).items():
         kwargs.setdefault(key, value)
     gradient_checkpointing_default(kwargs)  # off on the CPU, TRL's (on) on a GPU: medrl.train.speed
+    if (recipe.model or {}).get("trust_remote_code"):  # --trust-remote-code: TRL's reference model loads with it
+        kwargs["trust_remote_code"] = True
+    kwargs.setdefault("run_name", run_name(output_dir))  # W&B and other trackers name the run after its folder
     kwargs["output_dir"] = str(output_dir)
     try:
         return GRPOConfig(**kwargs)

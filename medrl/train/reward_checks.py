@@ -23,7 +23,10 @@ TRL):
   ``nonfinite_frac``. When more than half of a reward's rollouts are non-finite in
   :data:`PERSIST` batches in a row, the run stops with :class:`RewardError`: it would otherwise
   learn nothing from that reward, silently.
-- ``UNSCORABLE`` returned without :func:`medrl.types.record_unscorable` is understood as well.
+- what a reward returns is read as its typed result (:class:`medrl.types.RewardResult`; a plain
+  list is a result with no extras, an ``UNSCORABLE`` in it an unscorable row) and kept in
+  :attr:`RewardChecks.results` for the trainer; a result's unscorable rows outside the batch stop
+  the run the same way.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ import math
 import numbers
 from typing import Any, Iterator
 
-from medrl.types import UNSCORABLE
+from medrl.types import UNSCORABLE, RewardResult
 
 log = logging.getLogger("medrl.train")
 
@@ -118,13 +121,23 @@ class RewardChecks:
         self.persist, self.share = int(persist), float(share)
         self.rows: set[int] = set()
         self.nonfinite_rows: set[int] = set()
+        #: ``{reward name: RewardResult}`` of the current batch (values as TRL took them)
+        self.results: dict[str, RewardResult] = {}
         self.streak: dict[str, int] = {}
         self._warned = 0
 
     def _record(self, name: str, values: Any, n: int, step: int) -> list:
         out, nonfinite, unscorable, first_bad = check_output(name, values, n, step)
+        marked = list(getattr(values, "unscorable", ())) if isinstance(values, RewardResult) else []
+        bad = [i for i in marked if not 0 <= i < n]
+        if bad:
+            raise RewardError(f"reward {name!r} at step {step} marked rows {bad[:5]} unscorable, outside its batch of "
+                              f"{n} rollouts")
+        self.results[name] = RewardResult(out, unscorable=[*marked, *unscorable],
+                                          outputs=values.outputs if isinstance(values, RewardResult) else None)
         self.rows.update(nonfinite)
         self.rows.update(unscorable)
+        self.rows.update(marked)
         self.nonfinite_rows.update(nonfinite)
         mostly = len(nonfinite) > self.share * n
         self.streak[name] = self.streak.get(name, 0) + 1 if mostly else 0
@@ -193,7 +206,7 @@ def checked_rewards(trainer: Any, n: int) -> Iterator[RewardChecks]:
     checks = getattr(trainer, "_reward_checks", None)
     if checks is None:
         checks = trainer._reward_checks = RewardChecks()
-    checks.rows, checks.nonfinite_rows = set(), set()
+    checks.rows, checks.nonfinite_rows, checks.results = set(), set(), {}
     step = int(getattr(trainer.state, "global_step", 0) or 0) + 1
     originals = trainer.reward_funcs
     trainer.reward_funcs = [fn if isinstance(fn, nn.Module) else checks.wrap(fn, name, n, step)

@@ -73,9 +73,15 @@ def resolve_options(options: dict | None) -> tuple[dict, dict]:
 
     merged = {**DEFAULTS, **(options or {})}
     fields = {f.name for f in dataclasses.fields(SFTConfig)}
-    unknown = sorted(k for k in merged if k not in fields and k not in MEDRL_OPTIONS)
+    unknown = sorted(k for k in merged if k not in fields and k not in MEDRL_OPTIONS and k != "warmup_ratio")
     if unknown:
         raise ValueError(f"SFT options: unknown keys {unknown} (use trl.SFTConfig field names or {list(MEDRL_OPTIONS)})")
+    if "warmup_ratio" in merged and "warmup_ratio" not in fields:
+        # transformers 5 dropped warmup_ratio: a float warmup_steps in [0, 1) is that ratio of the steps
+        ratio = float(merged.pop("warmup_ratio"))
+        if not 0.0 <= ratio < 1.0 or merged.get("warmup_steps"):
+            raise ValueError(f"SFT options: warmup_ratio {ratio} must be in [0, 1) and not given with warmup_steps")
+        merged["warmup_steps"] = ratio
     ours = {k: merged.pop(k) for k in MEDRL_OPTIONS if k in merged}
     for k in ("output_dir",):
         merged.pop(k, None)
@@ -91,6 +97,8 @@ def train_sft(
     options: dict | None = None,
     resume: bool | str | None = None,
     callbacks: Sequence[Any] = (),
+    load: dict | None = None,
+    card: dict | None = None,
 ) -> Path:
     """Fine-tune ``model`` on ``records``; returns the final model folder (``output_dir/final``).
 
@@ -101,12 +109,19 @@ def train_sft(
         output_dir: the run folder (see the module docstring).
         prompt_style: ``think_answer`` | ``modality_think_answer`` | ``plain``.
         options: ``lora`` (LoRA settings; None/False = full fine-tuning), ``dtype``,
-            ``merge_lora`` (default True) and any ``trl.SFTConfig`` field (``learning_rate``,
-            ``num_train_epochs``, ``max_steps``, ``per_device_train_batch_size``, ``max_length``,
-            ``save_steps``, ``report_to``, ...). Unknown keys raise ValueError.
+            ``merge_lora`` (default True), ``warmup_ratio`` (the share of steps warmed up; the
+            float ``warmup_steps`` of transformers 5, which dropped the field) and any
+            ``trl.SFTConfig`` field (``learning_rate``, ``num_train_epochs``, ``max_steps``,
+            ``per_device_train_batch_size``, ``max_length``, ``save_steps``, ``report_to``, ...).
+            Unknown keys raise ValueError.
         resume: True/"last" continues from the last ``checkpoint-N`` in ``output_dir``; a path
             continues from that checkpoint.
         callbacks: extra ``transformers.TrainerCallback`` objects.
+        load: how the policy loads (:func:`medrl.train.recipes.policy_load_options`):
+            ``trust_remote_code`` (also given to TRL's ``SFTConfig``) and ``quantization`` (4-bit
+            QLoRA; needs LoRA).
+        card: model card fields (``command``, ``datasets``, ``base_model``) overriding what is
+            derived here (the ``medrl sft`` command that reproduces the run).
     """
     import torch
     import yaml
@@ -125,12 +140,21 @@ def train_sft(
     lora = LoraSpec.coerce(ours.get("lora"))
     cuda = torch.cuda.is_available()
     sft_kwargs.setdefault("report_to", ["tensorboard"])
+    from medrl.train.recipes import run_name
+
+    sft_kwargs.setdefault("run_name", run_name(out))  # W&B and other trackers name the run after its folder
     sft_kwargs.setdefault("use_cpu", not cuda)
     sft_kwargs.setdefault("bf16", bool(cuda and torch.cuda.is_bf16_supported()))
     gradient_checkpointing_default(sft_kwargs)  # CPU: memory is not the limit (medrl.train.speed)
     sft_kwargs["completion_only_loss"] = True
     sft_kwargs["remove_unused_columns"] = False
 
+    load = dict(load or {})
+    if load.get("trust_remote_code"):
+        sft_kwargs["trust_remote_code"] = True
+    if load.get("quantization") and lora is None:
+        raise ValueError("4-bit weights (QLoRA) cannot be trained in full: SFT on them needs LoRA (sft.lora, or "
+                         "--lora)")
     dataset = sft_dataset(records, prompt_style, max_pixels=ours.get("max_pixels"))
     resolved = {
         "medrl_version": medrl.__version__,
@@ -141,11 +165,13 @@ def train_sft(
         "dtype": None if ours.get("dtype") is None else str(ours["dtype"]),
         "merge_lora": bool(ours.get("merge_lora", True)),
         "resume": None if resume is None else str(resume),
+        **({"quantization": load["quantization"]} if load.get("quantization") else {}),
         "sft_config": sft_kwargs,
     }
     (out / "sft_config.yaml").write_text(yaml.safe_dump(_plain(resolved), sort_keys=False))
 
-    policy, processor = load_policy(model, lora=lora, dtype=ours.get("dtype"))
+    policy, processor = load_policy(model, lora=lora, dtype=None if load.get("quantization") else ours.get("dtype"),
+                                    **load)
     peft_cfg = getattr(policy, "peft_config", {}).get("default")
     if peft_cfg is not None:  # what LoRA resolved to (modules_to_save may come from the model folder)
         resolved["lora_resolved"] = {"target_modules": peft_cfg.target_modules,
@@ -161,11 +187,16 @@ def train_sft(
     )
     result = trainer.train(resume_from_checkpoint=resolve_resume(resume, out))
     final = save_policy(trainer.model, processor, out / "final", merge_lora=resolved["merge_lora"])
-    from medrl.train.model_card import base_model_name, write_model_card
+    from medrl.train.model_card import dataset_names, key_metrics, reproduce_command, write_model_card
 
-    write_model_card([out, final], base_model=base_model_name(model), recipe="sft",
+    sources = "+".join(dict.fromkeys(str(r.source) for r in records if getattr(r, "source", None)))
+    info = {"base_model": str(model), "datasets": dataset_names(sources), "metrics": key_metrics(out),
+            "command": reproduce_command("sft", model, sources or None, command="sft",
+                                         trust_remote_code=bool(load.get("trust_remote_code")), out=out)}
+    info.update({k: v for k, v in (card or {}).items() if v is not None})
+    write_model_card([out, final], recipe="sft",
                      method="supervised fine-tuning (LoRA)" if lora is not None else "supervised fine-tuning",
-                     data=f"{len(dataset)} records", steps=trainer.state.global_step)
+                     data=f"{len(dataset)} records", steps=trainer.state.global_step, **info)
     (out / "train_result.json").write_text(json.dumps(_plain(dict(result.metrics)), indent=2) + "\n")
     log.info("SFT done: %d steps, model in %s", trainer.state.global_step, final)
     return final
@@ -173,10 +204,12 @@ def train_sft(
 
 def _trainer_class(base):
     """``SFTTrainer`` whose resume restores full-model weights saved under legacy key names
-    (transformers 5.x; see :func:`medrl.train.callbacks.reload_renamed_weights`)."""
+    (transformers 5.x; see :func:`medrl.train.callbacks.reload_renamed_weights`) and whose
+    durations come from the monotonic clock (:class:`medrl.train.clock.MonotonicClock`)."""
     from medrl.train.callbacks import reload_renamed_weights
+    from medrl.train.clock import MonotonicClock
 
-    class MedSFTTrainer(base):
+    class MedSFTTrainer(MonotonicClock, base):
         def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
             super()._load_from_checkpoint(resume_from_checkpoint, model)
             reload_renamed_weights(self, resume_from_checkpoint, model if model is not None else self.model)

@@ -463,3 +463,64 @@ def test_property_token_spans_arbitrary_offsets(raw_offsets, sentences):
 
 def test_step_dataclass_is_the_shared_type():
     assert isinstance(split_steps("A. B.")[0], Step)
+
+
+# ---------------------------------------------------------------- MRPO's released step splitter
+RELEASED_TEXT = "1. The image is a chest X-ray. 2. There is an opacity in the left lower lobe. Dr. Smith agrees."
+
+
+def test_released_splitter_without_punkt_is_the_released_fallback(monkeypatch):
+    """dmis-lab/MRPO grpo_vqa_MRPO.py: sent_tokenize when it works, else a split after . ! ? and
+    whitespace; then "1."-only fragments merge with the next sentence (worked by hand)."""
+    import nltk.tokenize
+
+    from medrl.answers.completion import released_split_steps, split_steps
+
+    def no_punkt(text, *a, **k):
+        raise LookupError("punkt_tab not found")
+
+    monkeypatch.setattr(nltk.tokenize, "sent_tokenize", no_punkt)
+    got = released_split_steps(RELEASED_TEXT)
+    assert [s.text for s in got] == ["1. The image is a chest X-ray.", "2. There is an opacity in the left lower lobe.",
+                                     "Dr.", "Smith agrees."]
+    assert all(RELEASED_TEXT[s.start:s.end] == s.text for s in got)
+    assert [s.text for s in split_steps(RELEASED_TEXT, "released")] == [s.text for s in got]
+    # medrl's splitter drops the list markers and keeps "Dr." with its sentence
+    assert [s.text for s in split_steps(RELEASED_TEXT)] == ["The image is a chest X-ray.",
+                                                             "There is an opacity in the left lower lobe.",
+                                                             "Dr. Smith agrees."]
+
+
+def test_released_splitter_uses_sent_tokenize_and_merges_numbers(monkeypatch):
+    import nltk.tokenize
+
+    from medrl.answers.completion import completion_steps, released_split_steps
+
+    monkeypatch.setattr(nltk.tokenize, "sent_tokenize", lambda text, *a, **k: [
+        "1.", "The image is a chest X-ray.", "2. There is an opacity in the left lower lobe.", "Dr. Smith agrees."])
+    assert [s.text for s in released_split_steps(RELEASED_TEXT)] == [
+        "1. The image is a chest X-ray.", "2. There is an opacity in the left lower lobe.", "Dr. Smith agrees."]
+    text = f"<think>{RELEASED_TEXT}</think><answer>opacity</answer>"
+    steps = completion_steps(text, "released")
+    assert len(steps) == 3 and all(text[s.start:s.end] == s.text for s in steps)
+    assert released_split_steps("") == [] and released_split_steps(None) == []
+    with pytest.raises(ValueError, match="splitter"):
+        completion_steps(text, "nltk")
+
+
+def test_mrpo_rewards_take_the_released_splitter(monkeypatch):
+    import nltk.tokenize
+
+    from medrl.rewards import REWARDS
+
+    def no_punkt(text, *a, **k):
+        raise LookupError("punkt_tab not found")
+
+    monkeypatch.setattr(nltk.tokenize, "sent_tokenize", no_punkt)
+    text = "<think>Dr. Smith reviewed the film. The lung is clear.</think><answer>normal</answer>"
+    # medrl: 2 steps -> R_len = -(4 - 2) / 4; released fallback: "Dr." is a step of its own -> 3 steps
+    assert REWARDS.get("mrpo_length")()(["q"], [text]) == [-0.5]
+    assert REWARDS.get("mrpo_length")(splitter="released")(["q"], [text]) == [-0.25]
+    assert REWARDS.get("mrpo_process")(splitter="released").splitter == "released"
+    with pytest.raises(ValueError, match="splitter"):
+        REWARDS.get("mrpo_length")(splitter="nltk")

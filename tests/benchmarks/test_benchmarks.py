@@ -57,3 +57,33 @@ def test_a_hook_point_that_moved_is_an_error_not_a_silent_zero():
 
     with pytest.raises(AttributeError, match="no hook point"):
         script("step_overhead").time_hooks(SimpleNamespace(methods=[]), [0.0])
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_trl_grpo_tests(tmp_path, capsys, monkeypatch):
+    """The runner of TRL's own GRPO tests (docs/training.md "TRL's own GRPO tests"): with no TRL
+    checkout it runs nothing; its stand-ins for the hub repositories load by repo id offline."""
+    monkeypatch.delenv("TRL_TESTS", raising=False)
+    mod = script("trl_grpo_tests")
+    assert mod.main([]) == 0 and "nothing run" in capsys.readouterr().out
+    assert mod.main(["--smoke", "--out", str(tmp_path)]) == 0
+    assert "chat template ok (True)" in capsys.readouterr().out
+    assert "MedGRPOTrainer" in mod.SUBSTITUTE and "MedGRPOTrainer" not in mod.COMPAT
+
+
+@pytest.mark.slow
+def test_trl_grpo_tests_compares_the_two_trainers(tmp_path):
+    """A stand-in TRL test file run under both trainers: the medrl run sees MedGRPOTrainer."""
+    tests = tmp_path / "trl_tests"
+    tests.mkdir()
+    (tests / "testing_utils.py").write_text("")
+    (tests / "test_grpo_trainer.py").write_text(
+        "from trl import GRPOTrainer\n\n\ndef test_is_trl():\n    assert GRPOTrainer.__name__ == 'GRPOTrainer'\n")
+    mod = script("trl_grpo_tests")
+    work = tmp_path / "work"
+    (work / "tests").mkdir(parents=True)
+    for name in ("test_grpo_trainer.py", "testing_utils.py"):
+        (work / "tests" / name).write_text((tests / name).read_text())
+    (work / "tests" / "__init__.py").write_text("")
+    assert mod.run_suite(work, "trl", []) == {"test_grpo_trainer::test_is_trl": "passed"}
+    assert mod.run_suite(work, "medrl", []) == {"test_grpo_trainer::test_is_trl": "failed"}

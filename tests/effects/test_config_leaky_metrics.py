@@ -87,7 +87,7 @@ def test_leak_reward_marks_what_its_judge_cannot_score():
     fn = leak_reward("oracle")
     out = fn(prompts=[""], completions=[_completion("CT")], answer=["CT"], question=["q"], images=[None],
              evidence=[None])
-    assert out == [None] and fn.last_unscorable == [0]
+    assert out == [None] and out.unscorable == (0,)
 
 
 def test_score_output_on_a_right_and_a_wrong_chain(tmp_path):

@@ -432,3 +432,23 @@ def test_eval_help_quotes_the_frozen_split(capsys):
         main(["eval", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "frozen split" in out and "upper bound" in out
+
+
+def test_answer_checks_side_by_side(tmp_path):
+    """--answer-check strict medix: each judge under both answer prompts. MediX-R1's prompt shows
+    no question, so the reference judge decides without it: "fourth and fifth ribs" for "4th and
+    5th" (the question asks which ribs) is accepted under the strict prompt only (shipped item a026)."""
+    item = {"type": "answer", "id": "a026", "split": "frozen", "question": "Which ribs are located near the "
+            "abnormality seen in this image?", "reference": "4th and 5th", "candidate": "fourth and fifth ribs",
+            "label": True, "kind": "paraphrase"}
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(json.dumps(item) + "\n")
+    out = tmp_path / "out"
+    assert main(["judge-bench", "--judge", "reference", "--no-embeddings", "--labels", str(labels),
+                 "--answer-check", "strict", "medix", "--out", str(out), "--quiet", "--no-record"]) == 0
+    m = json.loads((out / "metrics.json").read_text())["judges"]
+    assert m["reference"]["answers"]["accuracy"] == 1.0
+    assert m["reference [answer_check=medix]"]["answers"]["accuracy"] == 0.0
+    with pytest.raises(ValueError, match="answer check"):
+        jb.run_bench(["reference"], tmp_path / "bad", labels=labels, progress=False, record=False,
+                     answer_checks=("lenient",))

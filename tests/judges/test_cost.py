@@ -107,7 +107,7 @@ def _text(rec, pred):
 RECIPE = """\
 name: cost_test
 rewards:
-  - {name: medix_llm, weight: 1.0}
+  - {name: medix_llm, weight: 1.0, options: {check: strict}}   # reads the trainer's judged column
 algorithm: {correctness: judge, log_credit_every: 0}
 data: {prompt_style: think_answer}
 judge: {price_in_per_mtok: 0.25, price_out_per_mtok: 2.0}

@@ -160,3 +160,90 @@ def test_reevaluate_asks_again_in_the_same_conversation():
     # the reference server answers a re-evaluation round as the task it follows
     reply, _, _ = asyncio.run(ReferenceBackend(use_embeddings=False).complete(nxt, None))
     assert json.loads(reply) == {"score": 0} or json.loads(reply) == {"score": 1}
+
+
+# ------------------------------------------------------------------ MediX-R1 R_llm, CAPO Table 9, MediX-R1 A.2
+def test_medix_answer_check_is_the_released_compact_prompt():
+    """MediX-R1 Sec. 2.3.1 / released medical.py: the two answers only, YES if their content
+    matches; no question, no list of cases to reject (those are the strict prompt's)."""
+    msgs = prompts.answer_correct(Q, REF, "left pneumothorax", check="medix")
+    t = _text(msgs)
+    assert Q not in t and "<<<BEGIN QUESTION>>>" not in msgs[1]["content"]
+    assert prompts.prompt_rules(msgs[1]["content"]) == "medix"
+    for rule in ("predicted answer with the ground-truth answer", "YES when their content matches",
+                 "otherwise reply NO", "YES or NO in capital letters"):
+        assert rule in t, rule
+    strict = _text(prompts.answer_correct(Q, REF, "left pneumothorax"))
+    assert Q in strict and "hedges" in strict and "hedges" not in t
+    assert msgs[0]["content"] == prompts.SYSTEM  # the grader role and the injection notice stay
+
+
+def test_medix_check_through_the_reference_server_and_judge():
+    """The reference backend reads a prompt without a QUESTION block; the reference judge then
+    decides without the question (the question changes the decision of a bare count or yes/no)."""
+    backend = ReferenceBackend(use_embeddings=False)
+    reply = asyncio.run(backend.complete(prompts.answer_correct(Q, REF, REF, check="medix"), 4))[0]
+    assert reply == "YES"
+    j = ReferenceJudge(use_embeddings=False)
+    assert asyncio.run(j.answer_correct(Q, REF, "left apical pneumothorax", check="medix")).value is True
+
+
+def test_capo_consistency_paper_review_and_strict_option():
+    paper = _text(prompts.consistency(Q, "The pleural line is visible.", "pneumothorax")).lower()
+    strict_msgs = prompts.consistency(Q, "The pleural line is visible.", "pneumothorax", check="strict")
+    strict = _text(strict_msgs).lower()
+    table9 = ("with the question as context", "can reasonably lead to the answer",
+              "agrees with the final conclusion of the reasoning", "contradicts the answer",
+              "not derived from the reasoning")
+    assert all(r in paper and r in strict for r in table9)
+    added = ("reaches no conclusion", "medically right")
+    assert not any(a in paper for a in added) and all(a in strict for a in added)
+    assert prompts.prompt_rules(strict_msgs[1]["content"]) == "strict"
+    with pytest.raises(ValueError, match="check"):
+        prompts.consistency(Q, "r", "a", check="hardened")
+
+
+def test_medix_binary_grade_is_the_released_template():
+    paper = _text(prompts.grade(Q, REF, "B", "binary")).lower()
+    strict = _text(prompts.grade(Q, REF, "B", "binary", check="strict")).lower()
+    for rule in ("fully in its text or by naming the correct option label", "points to the wrong option"):
+        assert rule in paper and rule in strict
+    assert "hedges" not in paper and "placeholder" not in paper
+    assert "hedges between options" in " ".join(strict.split()) and "placeholder" in strict
+
+
+def test_rewards_pass_their_prompt_option():
+    from medrl.rewards import REWARDS
+
+    class Asked:
+        name, images = "asked", False
+
+        def __init__(self):
+            from medrl.judges.base import JudgeStats
+
+            self.stats, self.kw = JudgeStats(), []
+
+        async def answer_correct(self, question, reference, prediction, **kw):
+            from medrl.types import Verdict
+
+            self.kw.append(kw.get("check"))
+            return Verdict.ok(True)
+
+        async def consistency(self, question, reasoning, answer, **kw):
+            from medrl.types import Verdict
+
+            self.kw.append(kw.get("check"))
+            return Verdict.ok(True)
+
+        async def verify_steps(self, *a, **k):  # pragma: no cover - protocol completeness
+            raise AssertionError("not used")
+
+    comp = ["<think>A thin pleural line at the left apex.</think><answer>left pneumothorax</answer>"]
+    j = Asked()
+    REWARDS.get("medix_llm")(judge=j).sync(["q"], comp, answer=[REF], question=[Q])
+    REWARDS.get("capo_consistency")(judge=j).sync(["q"], comp, answer=[REF], question=[Q])
+    REWARDS.get("capo_consistency")(judge=j, check="strict").sync(["q"], comp, answer=[REF], question=[Q])
+    assert j.kw == ["medix", None, "strict"]  # CAPO's paper review is the judge's default: not passed
+    for name, bad in (("medix_llm", "paper"), ("capo_consistency", "medix")):
+        with pytest.raises(ValueError, match="check"):
+            REWARDS.get(name)(check=bad)

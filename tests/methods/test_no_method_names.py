@@ -1,5 +1,6 @@
 """Nothing outside a method's file names the method: the trainer, credit log, pipeline, recipe
-schema and loader (``medrl/train/``) and the method base (``medrl/methods/base.py``) ask a method
+schema and loader (``medrl/train/``), the shared modules of ``medrl/methods/`` (``base``,
+``context``, ``stages``) and the generic estimators (``medrl/advantages.py``) ask a method
 through its hooks and attributes. Code is read, not prose: docstrings and comments may cite the
 papers, and so may messages and help text (a string with spaces); identifiers and one-word strings
 (keys, names: ``alg["mrpo"]``) may not name a method or its section."""
@@ -13,7 +14,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2] / "medrl"
-FILES = sorted((ROOT / "train").rglob("*.py")) + [ROOT / "methods" / "base.py"]
+FILES = sorted((ROOT / "train").rglob("*.py")) + [ROOT / "methods" / f"{m}.py" for m in ("base", "context", "stages")] + [
+    ROOT / "advantages.py"]
 
 
 def method_words() -> re.Pattern:

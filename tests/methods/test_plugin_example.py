@@ -1,7 +1,7 @@
 """The walkthrough of docs/architecture.md, run exactly as printed: a method written outside medrl
-(its own package in a temporary folder), configured from a YAML recipe, trains one step on the
-synthetic ``phantom`` data with no file of medrl changed and without ``../shared/data``; and the
-same method found through a ``medrl.methods`` entry point."""
+(its own package in a temporary folder), configured from a YAML recipe, runs its own training
+stage and then trains one step on the synthetic ``phantom`` data with no file of medrl changed and
+without ``../shared/data``; and the same method found through a ``medrl.methods`` entry point."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def medrl_tree() -> dict[str, float]:
 def folder(tmp_path, monkeypatch):
     """The user's folder: the walkthrough's files written there, on sys.path (PYTHONPATH=$PWD),
     the current directory; medrl's registries are restored afterwards."""
-    from medrl.methods import METHODS
+    from medrl.methods import METHODS, STAGES
     from medrl.rewards import REWARDS
 
     for name, text in walkthrough().items():
@@ -47,7 +47,7 @@ def folder(tmp_path, monkeypatch):
     (tmp_path / "my_pkg" / "__init__.py").write_text("")
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
-    for registry in (METHODS, REWARDS):
+    for registry in (METHODS, REWARDS, STAGES):
         registry.names()  # loaded before the snapshot
         monkeypatch.setattr(registry, "_items", dict(registry._items))
     yield tmp_path
@@ -66,15 +66,30 @@ def test_the_walkthrough_trains_one_step_on_phantom(folder, capsys, monkeypatch)
     explained = capsys.readouterr().out
     assert "  length_penalty: (on)" in explained and "reasoning words allowed before the penalty" in explained
     assert "    max_words = 20  (from algorithm.length_penalty.max_words)" in explained
+    assert "  short_questions (short_questions) {'max_words': 40}" in explained  # the plugin's stage ...
+    assert "keep the training records whose question has at most max_words words" in explained  # ... its help
     assert main(shlex.split(commands[1])[1:]) == 0  # train ... --max-steps 1
     run = folder / "runs" / "lp"
     config = yaml.safe_load((run / "config.yaml").read_text())
     assert config["recipe"]["algorithm"]["length_penalty"] == {"max_words": 20, "penalty": 0.25}
-    rows = [json.loads(ln) for ln in (run / "metrics.jsonl").read_text().splitlines()]
+    stage = run / "stages" / "01_short_questions"
+    assert (stage / "DONE").is_file() and (stage / "kept.txt").read_text().endswith(" records\n")  # the stage ran
+    assert int((stage / "kept.txt").read_text().split()[0]) > 0
+    rows = [json.loads(ln) for ln in (run / "stages" / "02_rl" / "metrics.jsonl").read_text().splitlines()]
     logged = {k for r in rows for k in r}
     assert {"rewards/length_penalty/mean", "length_penalty/over_share"} <= logged
     assert max(r.get("step", 0) for r in rows) == 1
     assert medrl_tree() == before  # no file of medrl changed
+
+
+def test_an_option_the_plugin_stage_does_not_take_is_refused(folder):
+    from medrl.train.recipes import RecipeError, load_recipe
+
+    text = (folder / "length_penalty.yaml").read_text().replace("{max_words: 40}", "{max_wrds: 40}")
+    (folder / "typo.yaml").write_text(text)
+    with pytest.raises(RecipeError, match=r"stages\[0\]\.options\.max_wrds: unknown option 'max_wrds'; did you mean "
+                                          r"'max_words'\?"):
+        load_recipe("typo.yaml", check_trl=False)
 
 
 def test_a_typo_in_the_plugin_section_is_refused_with_the_field_and_its_help(folder):

@@ -74,7 +74,7 @@ def test_refine_stage_runs_the_audit(tmp_path):
 def test_knowledge_injection_keeps_only_accepted_chains(tmp_path, monkeypatch, caplog):
     import medrl.data.curation.exemplars as exemplars
     import medrl.models as models
-    from medrl.train.pipeline import knowledge_injection
+    from medrl.methods.armed import knowledge_injection
 
     recs = [rec(1, "pneumonia"), rec(2, "left kidney"), rec(3, "yes", "Is it normal?", answer_type="CLOSED"),
             rec(4, "edema")]
@@ -85,7 +85,7 @@ def test_knowledge_injection_keeps_only_accepted_chains(tmp_path, monkeypatch, c
     monkeypatch.setattr(exemplars, "knowledge_exemplars", lambda records, **k: (list(records), {"chosen": 4}))
     monkeypatch.setattr(models, "load_policy", lambda *a, **k: (None, None))
     monkeypatch.setattr(models, "generate", lambda *a, **k: list(texts))
-    with caplog.at_level(logging.INFO, logger="medrl.train.pipeline"):
+    with caplog.at_level(logging.INFO, logger="medrl.methods.armed"):
         out = knowledge_injection("m", recs, tmp_path / "k")
     assert [r.id for r in out] == ["r1", "r3"]
     assert out[0].gold_reasoning == "Opacity with fever." and out[0].answer == "pneumonia"
@@ -103,7 +103,9 @@ def test_empty_knowledge_set_skips_sft(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(pipeline, "train_rl", lambda *a, **k: calls.append("rl") or pipeline.RLResult(None, tmp_path,
                                                                                                      tmp_path / "rl"))
-    monkeypatch.setattr(pipeline, "knowledge_injection", lambda *a, **k: [])
+    import medrl.methods.armed as armed
+
+    monkeypatch.setattr(armed, "knowledge_injection", lambda *a, **k: [])  # the stage ARMed's file registers
     monkeypatch.setattr(pipeline, "train_sft_stage", lambda *a, **k: calls.append("sft"))
     final = pipeline.run_recipe(recipe, tmp_path / "m0", [rec(1, "a")], tmp_path / "run")
     assert calls == ["rl", "rl"] and final == tmp_path / "rl"
@@ -211,3 +213,19 @@ def test_parsed_content_guard():
         check_reasoning_kept([[{"role": "assistant", "content": "<answer>b</answer>"}]], [[1, 2]], _Tok())
     # a rollout that never wrote <think> is the policy's problem, not the parser's
     check_reasoning_kept([[{"role": "assistant", "content": "<answer>b</answer>"}]], [[0, 2]], _Tok())
+
+
+@pytest.mark.parametrize("name", ["grpo", "gdpo", "dr_grpo"])
+def test_mrpo_baselines_share_mrpo_settings(name, tmp_path):
+    """MRPO App. C.2 (2nd paragraph): every RL method of Table 2 is trained "under identical
+    settings"; Train_MRPO.sh's 512 completion tokens and 802,816-pixel image cap included."""
+    from medrl.train.recipes import build_grpo_config
+
+    mrpo, base = load_recipe("mrpo"), load_recipe(name)
+    assert base.grpo["max_completion_length"] == mrpo.grpo["max_completion_length"] == 512
+    assert base.data["max_pixels"] == mrpo.data["max_pixels"] == 802_816
+    assert build_grpo_config(base, tmp_path, use_cpu=True).max_completion_length == 512
+    shared = ("num_generations", "learning_rate", "beta", "epsilon", "num_train_epochs", "temperature",
+              "use_bias_correction_kl")
+    assert {k: base.grpo[k] for k in shared} == {k: mrpo.grpo[k] for k in shared}
+    assert base.batch == mrpo.batch and base.data["open_only"] and base.data["require_gold_reasoning"]

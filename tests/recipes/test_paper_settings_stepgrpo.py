@@ -171,3 +171,31 @@ def test_stepgrpo_batch_is_run_grpo_7b_sh(name, processes):
         s["num_generations"], s["temperature"], s["max_completion_length"])
     got = summary(r.batch, derive_batch(r.batch, g, processes), g, processes)
     assert got["completions_per_update"] == 64 and got["prompts_per_update"] == 16
+
+
+# R1-VL's released files: run_grpo_7b.sh / run_grpo_2b_vllm.sh (--max_pixels 400000) and
+# sft/qwen2vl_{2b,7b}_full_sft.yaml (num_train_epochs 2, lr_scheduler_type cosine, warmup_ratio 0.03).
+@pytest.mark.parametrize("name", ["stepgrpo", "stepgrpo_ablation_steprar", "stepgrpo_ablation_steprvr",
+                                  "stepgrpo_ablation_outcome", "stepgrpo_ablation_warmup"])
+def test_stepgrpo_image_cap_and_warmup_are_r1vl_released(name, tmp_path):
+    from medrl.train.recipes import load_recipe
+    from medrl.train.sft import resolve_options
+
+    r = load_recipe(name)
+    assert r.data["max_pixels"] == 400_000
+    assert (r.sft["num_train_epochs"], r.sft["lr_scheduler_type"], r.sft["warmup_ratio"]) == (2, "cosine", 0.03)
+    assert r.sft["learning_rate"] == 1e-5  # the paper's 2B value (the released 2B file: 2e-5)
+    _, kwargs = resolve_options(r.sft)  # transformers 5 takes the ratio as a float warmup_steps
+    from trl import SFTConfig
+
+    cfg = SFTConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, **kwargs)
+    assert cfg.num_train_epochs == 2 and getattr(cfg.lr_scheduler_type, "value", None) == "cosine"
+    assert getattr(cfg, "warmup_ratio", None) == 0.03 or cfg.warmup_steps == 0.03
+
+
+def test_sft_warmup_ratio_is_checked():
+    from medrl.train.sft import resolve_options
+
+    for bad in ({"warmup_ratio": 1.5}, {"warmup_ratio": 0.1, "warmup_steps": 10}):
+        with pytest.raises(ValueError, match="warmup_ratio"):
+            resolve_options(bad)

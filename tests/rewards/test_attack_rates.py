@@ -30,10 +30,13 @@ def test_audit_rewards_strict_reports_generated_rates(source, data_dir, tmp_path
 
 def test_rates_and_targets_by_hand():
     r = Rates(n_references=1)
-    for hit in (True, False, False, False):
+    for hit in (True, False, False, False, False, False, False):
         r._count("refused_offline", hit, ("Liver", "x", "why"), "frame")
-    assert r.rate("refused_offline") == 0.25 and r.ok  # stated, no target
-    assert "(stated, no target)" in format_rates(r) and "1/4" in format_rates(r)  # per class: 1 of 4
+    assert r.rate("refused_offline") == pytest.approx(1 / 7) and r.ok  # under the 15% target
+    assert "target <= 15%" in format_rates(r) and "1/7" in format_rates(r)  # per class: 1 of 7
+    r._count("refused_offline", True, ("Liver", "x", "why"), "frame")
+    assert not r.ok  # 2 of 8: over
+    r = Rates(n_references=1)
     for hit in [True] + [False] * 199:
         r._count("refused_before_judge", hit, ("Liver", "x", "why"))
     assert r.rate("refused_before_judge") == 0.005 and r.ok  # 0.5%: at the target

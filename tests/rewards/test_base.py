@@ -22,7 +22,7 @@ def test_unreadable_rows_are_left_out_of_the_scored_rows():
 def test_an_answer_metric_marks_them_unscorable():
     r = REWARDS.get("rouge1")()
     out = r(["q"] * 4, COMPLETIONS, answer=["Left kidney"] * 4, question=["Where?"] * 4)
-    assert out[:2] == [None, None] and r.last_unscorable == [0, 1]
+    assert out[:2] == [None, None] and out.unscorable == (0, 1)
     assert out[2] == 1.0 and out[3] == 0.0  # the other side: a contradiction, the metric's minimum
 
 

@@ -18,6 +18,8 @@ from medrl.rewards.correctness import (
     exact_match,
     is_closed_question,
     resolve_mode,
+    uses_correctness,
+    uses_corrupted_correctness,
 )
 from medrl.types import Verdict
 
@@ -33,9 +35,11 @@ class CountingJudge:
         self.stats = JudgeStats()
         self.accept, self.unscored = set(accept), set(unscored)
         self.calls: list[tuple] = []
+        self.checks: list[str] = []
 
-    async def answer_correct(self, question, reference, prediction, *, image=None):
+    async def answer_correct(self, question, reference, prediction, *, image=None, check="strict"):
         self.calls.append((question, reference, prediction, image))
+        self.checks.append(check)
         if prediction in self.unscored:
             return Verdict.unscored("outage")
         return Verdict.ok(prediction in self.accept)
@@ -145,14 +149,24 @@ def test_rewards_reuse_the_correct_columns_and_never_call_the_judge():
     assert REWARDS.get("capo_perception")()(["q"] * 3, comps, **cols) == [0.1, 0.0, None]
     rar = REWARDS.get("steprar")()(["q"] * 3, comps, **cols)
     assert rar[0] == pytest.approx(1.1) and rar[1] == pytest.approx(0.1) and rar[2] is None
-    assert REWARDS.get("medix_llm")(judge=judge).sync(["q"] * 3, comps, **cols) == [1.0, 0.0, None]
+    strict = REWARDS.get("medix_llm")(judge=judge, check="strict")  # medrl's strict prompt: the trainer's column
+    assert strict.sync(["q"] * 3, comps, **cols) == [1.0, 0.0, None]
     assert judge.calls == []
     # without the column, R_llm makes the same decision itself (one request per undecided row)
     del cols["correct"]
-    assert REWARDS.get("medix_llm")(judge=judge).sync(["q"] * 3, comps, **cols) == [1.0, 0.0, 1.0]
+    assert strict.sync(["q"] * 3, comps, **cols) == [1.0, 0.0, 1.0]
     assert len(judge.calls) == 3  # the judge de-duplicates identical requests (a real one caches)
     for name in ("capo_accuracy", "capo_perception", "steprar", "medix_llm"):
         assert REWARDS.get(name).uses_correctness
+        # the reward it builds names the column among its parameters: the trainer fills it for it
+        built = REWARDS.get(name)(**({"judge": judge, "check": "strict"} if name == "medix_llm" else {}))
+        assert uses_correctness(built) and uses_corrupted_correctness(built) == (name == "capo_perception")
+    assert not uses_correctness(REWARDS.get("steprar")(use_correct_column=False))
+    # MediX-R1's own prompt (the default) is not the column's: R_llm asks it itself, never reading `correct`
+    medix = REWARDS.get("medix_llm")(judge=judge)
+    assert not uses_correctness(medix) and uses_correctness(strict)
+    assert medix.sync(["q"] * 3, comps, **cols, correct=[False, True, False]) == [1.0, 0.0, 1.0]
+    assert judge.checks[-3:] == ["medix"] * 3
 
 
 def test_a_completion_with_no_one_answer_is_unscorable_without_a_judge_request():
@@ -170,7 +184,8 @@ def test_a_completion_with_no_one_answer_is_unscorable_without_a_judge_request()
     cols = dict(answer=["Left kidney"] * 4, question=["Where?"] * 4, correct=out, key_steps=[["left kidney"]] * 4)
     for name in ("capo_accuracy", "steprar"):
         r = REWARDS.get(name)()
-        assert r(["q"] * 4, texts, **cols)[:2] == [None, None] and r.last_unscorable[:2] == [0, 1], name
+        out = r(["q"] * 4, texts, **cols)
+        assert out[:2] == [None, None] and out.unscorable[:2] == (0, 1), name
 
 
 def test_with_a_judge_only_what_is_certainly_wrong_is_refused_first():

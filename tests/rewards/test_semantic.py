@@ -114,3 +114,23 @@ def test_steprar_embedding_matching():
     assert key_step_ratio(reasoning, ["The CT shows a mass in the left kidney.", "fractured femur"],
                           mode="embedding") == 0.5
     assert key_step_ratio(reasoning, ["It enhances after contrast."], mode="embedding", threshold=1.01) == 0.0
+
+
+@pytest.mark.parametrize("name", ["medix_embed", "mrpo_answer", "armed", "armed_adaptive_semantic", "armed_semantic",
+                                  "armed_textual", "bertscore", "embedding_cosine"])
+def test_a_reference_hidden_in_markup_earns_nothing(name):
+    """The embedding and semantic rewards score the answer as the one answer decision reads it
+    (medrl.answers.metric_text): an HTML comment is removed before anything is embedded, so
+    "<!-- X --> W" earns what the committed wrong answer "W" earns, and "<!-- X --> X" what X earns."""
+    ref, wrong = "Pneumothorax", "Fracture"
+    completions = [resp(f"<!-- {ref} --> {wrong}"), resp(f"{wrong} <!-- {ref} -->"), resp(wrong),
+                   resp(f"<!-- {ref} --> {ref}"), resp(ref)]
+    cols = {"answer": [ref] * len(completions), "question": ["What is the abnormality?"] * len(completions)}
+    fn = REWARDS.get(name)()
+    call = getattr(fn, "sync", None) or fn
+    got = call(prompts=[""] * len(completions), completions=completions, **cols)
+    if name == "armed_adaptive_semantic":  # adaptive: the thresholds move with the batch; compare within it
+        assert got[0] == pytest.approx(got[2]) and got[1] == pytest.approx(got[2]) and got[3] == pytest.approx(got[4])
+        return
+    assert got[0] == pytest.approx(got[2]) and got[1] == pytest.approx(got[2]), got  # the hidden reference pays nothing
+    assert got[3] == pytest.approx(got[4]) and got[4] > got[2], got

@@ -279,13 +279,14 @@ def test_one_exit_code_table_shared_by_commands_and_documented(tmp_path, capsys)
 
 
 def test_model_card_names_base_model_and_method(tmp_path):
-    from medrl.train.model_card import base_model_name, write_model_card
+    from medrl.train.model_card import write_model_card
 
     base = tmp_path / "warmup" / "final"
     base.mkdir(parents=True)
     (base / "config.json").write_text(json.dumps({"_name_or_path": "Qwen/Qwen2.5-VL-3B-Instruct"}))
-    write_model_card([tmp_path], base_model=base_model_name(base), method="mrpo (RL, TRL GRPOTrainer)",
+    write_model_card([tmp_path], base_model=base, method="mrpo (RL, TRL GRPOTrainer)",
                      recipe="mrpo", paper="MRPO (Jung et al. 2026, arXiv 2606.31825)", steps=2)
     card = (tmp_path / "README.md").read_text()
     assert "None" not in card and "base_model: Qwen/Qwen2.5-VL-3B-Instruct" in card
-    assert f"fine-tuned version of `{base} (from Qwen/Qwen2.5-VL-3B-Instruct)`" in card and "**mrpo" in card
+    assert "fine-tuned version of a local fine-tune of `Qwen/Qwen2.5-VL-3B-Instruct`" in card and "**mrpo" in card
+    assert str(tmp_path) not in card  # a local path never reaches a card meant for the Hub

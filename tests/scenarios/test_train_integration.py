@@ -105,7 +105,7 @@ RL_RECIPES = ["mrpo", "capo", "armed", "grpo", "gdpo", "dapo", "dr_grpo", "gspo"
 @pytest.mark.parametrize("name", RL_RECIPES)
 def test_two_rl_steps_compute_rewards_and_change_parameters(name, tiny, records, judge, tmp_path):
     if name == "stepgrpo":  # StepRAR needs key steps: the recipe's key_steps stage extracts them
-        from medrl.train.pipeline import key_steps_stage
+        from medrl.methods.stepgrpo import key_steps_stage
 
         records = key_steps_stage(records, judge, tmp_path / "key_steps", show_progress=False)
         assert all(r.key_steps for r in records)
@@ -146,7 +146,7 @@ def test_every_recipe_takes_a_reward_model_and_checkpoints(name, tiny, records, 
     from medrl.train.trainer import MedGRPOTrainer
 
     if name == "stepgrpo":
-        from medrl.train.pipeline import key_steps_stage
+        from medrl.methods.stepgrpo import key_steps_stage
 
         records = key_steps_stage(records, judge, tmp_path / "key_steps", show_progress=False)
 
@@ -434,6 +434,10 @@ def test_multi_stage_pipeline_runs_every_stage_and_resumes(name, tiny, records, 
     stages = sorted((tmp_path / "stages").iterdir())
     assert [p.name.split("_", 1)[1] for p in stages] == [s["name"] for s in recipe.stages]
     assert all((p / "DONE").is_file() for p in stages)
+    for card in [p / "final" / "README.md" for p in stages if (p / "final").is_dir()]:  # every final/ is Hub-ready
+        text = card.read_text()
+        assert "datasets:" in text.split("---")[1] and f"medrl train --recipe {name} --model" in text, card
+        assert str(tmp_path) not in text and str(tiny) not in text, card
     model, _ = load_policy(final)
     assert model is not None
     assert run_recipe(recipe, tiny, records, tmp_path, judge=judge, resume=True) == final

@@ -69,17 +69,25 @@ def test_config_field_and_its_checks(tmp_path):
 
 
 def test_recipe_key_reaches_the_config(tmp_path):
-    from medrl.train.recipes import build_grpo_config, load_recipe
+    from medrl.methods.base import run_trainer_options
+    from medrl.train.recipes import RecipeError, build_grpo_config, load_recipe, run_methods
 
     r = load_recipe("medix_r1")
-    assert r.grpo["kl_clamp"] == 10.0  # EasyR1 low_var_kl, MediX-R1 App. A.8
+    # MediX-R1's config turns the clamp on (EasyR1 low_var_kl, MediX-R1 App. A.8), not grpo.kl_clamp
+    assert r.algorithm["medix_r1"]["kl_clamp"] == 10.0 and "kl_clamp" not in r.grpo
+    assert run_trainer_options(run_methods(r)).kl_clamp == 10.0
     cfg = build_grpo_config(r, tmp_path, use_cpu=True, bf16=False, report_to=[])
-    assert cfg.kl_clamp == 10.0 and cfg.beta == 0.01 and not cfg.use_bias_correction_kl
+    assert cfg.beta == 0.01 and not cfg.use_bias_correction_kl
+    # the generic key still works for any recipe; set in both places it is refused
+    assert build_grpo_config(load_recipe("grpo", overrides=["grpo.kl_clamp=5.0"]), tmp_path, use_cpu=True, bf16=False,
+                             report_to=[]).kl_clamp == 5.0
     assert build_grpo_config(load_recipe("grpo"), tmp_path, use_cpu=True, bf16=False, report_to=[]).kl_clamp is None
+    with pytest.raises(RecipeError, match=r"grpo\.kl_clamp: 10\.0, but the medix_r1 method's config turns it on"):
+        load_recipe("medix_r1", overrides=["grpo.kl_clamp=10.0"])
 
 
 # ------------------------------------------------------------------ TRL's own loss, tiny policy
-def _trainer(policy, out, **kw):
+def _trainer(policy, out, algorithm=None, methods=None, **kw):
     from datasets import Dataset
 
     from medrl.train.trainer import MedGRPOTrainer
@@ -89,7 +97,8 @@ def _trainer(policy, out, **kw):
                       beta=0.5, use_bias_correction_kl=False, **kw)
     data = Dataset.from_list([{"prompt": "Which organ?", "answer": "liver"}] * 2)
     tr = MedGRPOTrainer(model=str(policy), reward_funcs=[lambda completions, **k: [0.0] * len(completions)],
-                        args=args, train_dataset=data, algorithm={"log_credit_every": 0}, monitor=False)
+                        args=args, train_dataset=data, algorithm={"log_credit_every": 0, **(algorithm or {})},
+                        methods=methods, monitor=False)
     tr.model.train()
     tr.current_gradient_accumulation_steps = 2  # what the training loop sets: the normalisers divide by it
     return tr
@@ -137,3 +146,17 @@ def test_trl_loss_plus_clamped_term(policy, tmp_path, loss_type):
     assert tight._metrics["train"]["kl"][-1] == pytest.approx(((full * mask).sum() / mask.sum()).item(), rel=1e-5)
     got.backward()
     assert all(torch.isfinite(p.grad).all() for p in tight.model.parameters() if p.grad is not None)
+
+
+def test_a_method_turns_the_clamp_and_the_band_on(policy, tmp_path):
+    """MediX-R1's config turns on the clamped KL and the dynamic-sampling band in a trainer built
+    without a recipe; the run's own different setting of one is refused at start."""
+    on = {"medix_r1": {"kl_clamp": 10.0, "mean_band": [0.01, 0.99]}}
+    tr = _trainer(policy, tmp_path / "on", algorithm=on, methods=["medix_r1"])
+    assert tr.medrl_kl_clamp == 10.0 and tr.args.kl_clamp is None
+    assert tr._dynamic is not None and tr._dynamic.config.mean_band == (0.01, 0.99)
+    assert _trainer(policy, tmp_path / "same", algorithm=on, methods=["medix_r1"], kl_clamp=10.0).medrl_kl_clamp == 10
+    with pytest.raises(ValueError, match=r"grpo\.kl_clamp is 5\.0, but a method of the run turns it on with 10\.0"):
+        _trainer(policy, tmp_path / "two", algorithm=on, methods=["medix_r1"], kl_clamp=5.0)
+    off = _trainer(policy, tmp_path / "off", methods=["medix_r1"])
+    assert off.medrl_kl_clamp is None and off._dynamic is None

@@ -56,3 +56,42 @@ def test_recipes_command_shows_and_explains(capsys):
 def test_an_error_about_a_key_carries_its_help(override, match):
     with pytest.raises(RecipeError, match=match):
         load_recipe("mrpo", overrides=[override], check_trl=False)
+
+
+def test_every_reward_option_monitor_and_dynamic_sampling_setting_and_stage_has_help():
+    """fields_without_help also walks every registered reward's options, the settings of the
+    monitor and of dynamic sampling, and the registered stage kinds."""
+    import dataclasses
+
+    from medrl.rewards import REWARDS
+    from medrl.rewards.base import reward_options_of
+    from medrl.train.dynamic_sampling import DynamicSamplingConfig
+    from medrl.train.monitor.config import MonitorConfig
+    from medrl.train.recipe_help import dataclass_help, reward_option_help
+
+    assert fields_without_help() == []
+    assert sum(len(reward_options_of(REWARDS.get(n))) for n in REWARDS.names()) >= 49
+    assert all(reward_option_help(n, REWARDS.get(n)).get(o) for n in REWARDS.names()
+               for o in reward_options_of(REWARDS.get(n)))
+    assert len(dataclasses.fields(MonitorConfig)) >= 27 and all(dataclass_help(MonitorConfig).values())
+    assert set(dataclass_help(DynamicSamplingConfig)) == {"enabled", "max_rounds", "mean_band"}
+
+
+def test_explain_prints_every_reward_option_and_the_monitor_and_dynamic_sampling_settings():
+    text = "\n".join(explain(load_recipe("stepgrpo", check_trl=False)))
+    # a reward option the recipe leaves at its default is shown with the default and its help
+    assert "    missing_key_steps = none  (default)" in text and "a record without key steps" in text
+    # the monitor's settings, and dynamic sampling's, each with its help
+    assert "    probe_gap_max = 0.3  (default)" in text and "training correctness exceeds the probe" in text
+    assert "    max_rounds = 4  (default)" in text
+    # the stage kinds, each with its help
+    assert "  key_steps (key_steps)" in text and "the judge pre-extracts each record's key steps" in text
+
+
+def test_demo_settings_have_help():
+    import dataclasses
+
+    from medrl.commands.demo_pipeline.settings import DemoConfig, settings_help
+
+    helps = settings_help()
+    assert set(helps) == {f.name for f in dataclasses.fields(DemoConfig)} and all(helps.values())

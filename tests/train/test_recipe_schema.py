@@ -80,7 +80,8 @@ def test_dry_run_lines_list_the_methods_in_hook_order_with_their_configs():
     lines = describe_methods(load_recipe("combined", check_trl=False))
     assert [ln.split()[0] for ln in lines[1:]] == ["mrpo", "capo", "armed", "medix_r1"]
     assert "algorithm.mrpo: tau=0.6" in lines[1] and "configures rewards mrpo_answer, mrpo_process" in lines[1]
-    assert "algorithm.medix_r1: embed_threshold=0.8; configures rewards format, modality" in lines[4]
+    assert ("algorithm.medix_r1: embed_threshold=0.8, kl_clamp=None, mean_band=None, best_checkpoint=None; "
+            "configures rewards format, modality") in lines[4]
     assert describe_methods(load_recipe("grpo", check_trl=False))[0].endswith("none (TRL's GRPO with the recipe's rewards)")
 
 

@@ -60,12 +60,10 @@ def test_papers_hyperparameters_reach_grpo_config(name, expected, tmp_path):
 
 def test_mrpo_options_and_reward_weights(tmp_path):
     import math
-    from collections import defaultdict
-    from types import SimpleNamespace
 
     import torch
 
-    from medrl.methods import MedBatch
+    from medrl.methods import MedBatch, StepContext
     from medrl.answers.completion import completion_steps
 
     from medrl.methods.base import estimate_advantages
@@ -82,11 +80,10 @@ def test_mrpo_options_and_reward_weights(tmp_path):
     # ... and those settings reach the token advantages (MRPO Eq. 7): the trainer's hook-5 step on a
     # batch of two rollouts of one text with steps invalid, valid, invalid and A_i = -1
     names = [x["name"] for x in r.rewards]
-    trainer = SimpleNamespace(args=None, reward_func_names=names, tools=None, _tokenizer=_CharTokenizer(),
-                              _metrics=defaultdict(lambda: defaultdict(list)),  # what the hooks read
-                              num_generations=2, accelerator=SimpleNamespace(process_index=0),
-                              reward_weights=torch.ones(len(names)))
-    mrpo.setup(trainer)
+    # what the hooks see of the step (no trainer, no TRL)
+    ctx = StepContext.for_test(args=None, reward_names=names, tokenizer=_CharTokenizer(), num_generations=2,
+                               rows=2, reward_weights=torch.ones(len(names)))
+    mrpo.setup(ctx)
     text = "<think>The lung is clear. The heart is large. It is cardiomegaly.</think><answer>cardiomegaly</answer>"
     ids = [ord(c) for c in text] + [0]  # one token per character, then EOS
     steps = completion_steps(text)
@@ -98,7 +95,7 @@ def test_mrpo_options_and_reward_weights(tmp_path):
                      step_verdicts=[[False, True, False]] * 2, local_rewards=local,
                      seq_advantages=torch.tensor([-1.0, -1.0]),
                      out={"completion_mask": torch.ones(2, len(ids)), "advantages": torch.tensor([-1.0, -1.0])})
-    adv = estimate_advantages(trainer, batch, alg["advantage"], methods)
+    adv = estimate_advantages(ctx, batch, alg["advantage"], methods)
     assert adv.shape == (2, len(ids))
     # by hand: K = 3 steps, p_k = (k-1)/(K-1) = 0, 0.5, 1; exponential f(p) = exp(1 - p);
     # invalid step tokens -f(p_k)|A_i|, valid step tokens +|A_i|, every other token A_i

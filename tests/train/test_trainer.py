@@ -9,7 +9,7 @@ import json
 import pytest
 import torch
 
-from medrl.methods import HOOK_ORDER, MedBatch, Method, MethodConflict
+from medrl.methods import HOOK_ORDER, MedBatch, Method, MethodConflict, StepContext
 
 pytestmark = [pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning"),
               pytest.mark.usefixtures("one_torch_thread")]
@@ -25,22 +25,24 @@ class Recorder(Method):
         self.calls: list[str] = []
         self.steps = 0
 
-    def setup(self, trainer):
+    def setup(self, ctx):
+        assert isinstance(ctx, StepContext) and ctx.rows == range(0)  # what a hook sees: the run, not the trainer
         self.calls.append("setup")
 
-    def before_generation(self, trainer, batch: MedBatch):
+    def before_generation(self, ctx, batch: MedBatch):
+        assert ctx.num_generations == 2 and ctx.whole_groups and len(ctx.rows) == len(batch.inputs)
         self.calls.append("before_generation")
         batch.columns["row_tag"] = [f"row{i}" for i in range(len(batch.inputs))]
 
-    def before_rewards(self, trainer, batch):
+    def before_rewards(self, ctx, batch):
         self.calls.append("before_rewards")
         assert batch.texts and batch.rewards is None
 
-    def after_rewards(self, trainer, batch):
+    def after_rewards(self, ctx, batch):
         self.calls.append("after_rewards")
         assert batch.rewards.shape == (len(batch.inputs), 1)
 
-    def log(self, trainer, batch):
+    def log(self, ctx, batch):
         self.calls.append("log")
         self.steps += batch.mode == "train"
 

@@ -291,10 +291,12 @@ def test_unscorable_marker_is_converted_for_trl():
 
     assert pickle.loads(pickle.dumps(UNSCORABLE)) is UNSCORABLE
     fn = Reward("r", lambda completions, columns, reward: [1.0, None, UNSCORABLE, 0.0])
-    assert fn(None, ["a", "b", "c", "d"]) == [1.0, None, None, 0.0]
-    assert fn.last_unscorable == [2]
+    out = fn(None, ["a", "b", "c", "d"])
+    assert out == [1.0, None, None, 0.0] and out.unscorable == (2,)  # the typed result: TRL's list + the rows
+    assert pickle.loads(pickle.dumps(out)).unscorable == (2,)
     holder = SimpleNamespace()
-    assert record_unscorable(holder, [None, None]) == [None, None] and holder.last_unscorable == []
+    assert record_unscorable(holder, [None, None]) == [None, None] and record_unscorable(holder, []).unscorable == ()
+    assert not vars(holder)  # nothing is left on the reward
 
 
 def test_reward_returning_none_everywhere_still_trains(tmp_path, models):
@@ -352,7 +354,7 @@ def test_judge_outage_excludes_only_its_rollouts(tmp_path, models, mode):
         tr.model.train()
         out = tr._generate_and_score_completions([dict(dataset()[0])] * 2 + [dict(dataset()[1])] * 2)
         mask = out["completion_mask"].sum(dim=1)
-        assert proc.last_unscorable == [0, 2]
+        assert tr._batch.results["mrpo_process"].unscorable == (0, 2)  # the reward's typed result
         if policy == "exclude":
             assert mask[0] == 0 and mask[2] == 0 and mask[1] > 0 and mask[3] > 0
             assert out["advantages"][0] == 0 and out["advantages"][2] == 0
@@ -373,6 +375,19 @@ def test_judge_outage_excludes_only_its_rollouts(tmp_path, models, mode):
 def test_options_that_need_one_advantage_per_rollout_are_refused_with_mrpo(tmp_path, models, option, match):
     with pytest.raises(ValueError, match=match):
         trainer(tmp_path, models, mrpo_rewards(), algorithm=MRPO, args=config(tmp_path, **option))
+
+
+def test_config_aggregation_chooses_the_estimator_without_a_recipe(tmp_path, models):
+    """Used as a drop-in ``GRPOTrainer`` (no ``algorithm``), the trainer follows the GRPOConfig:
+    ``multi_objective_aggregation="normalize_then_sum"`` runs GDPO's estimator and trains; an
+    ``algorithm`` that names GRPO's estimator under that config is still refused at start."""
+    tr = run(tmp_path / "gdpo", models, rewards=[length_reward, async_length_reward],
+             multi_objective_aggregation="normalize_then_sum")
+    assert tr.medrl_algorithm["advantage"] == "gdpo"
+    assert trainer(tmp_path / "plain", models, [length_reward]).medrl_algorithm["advantage"] == "grpo"
+    with pytest.raises(ValueError, match="sum_then_normalize"):
+        trainer(tmp_path / "named", models, [length_reward], algorithm={"advantage": "grpo"},
+                args=config(tmp_path / "named", multi_objective_aggregation="normalize_then_sum"))
 
 
 def test_token_advantage_conflicts_lists_every_reason():

@@ -71,13 +71,18 @@ class TermStatus:
     uncertain: bool
 
 
-@lru_cache(maxsize=16384)
-def analyse(text: str | None) -> tuple[TermStatus, ...]:
-    """Every content word of the canonicalised ``text`` with its negation / uncertainty flags."""
-    canon = canonical_text(text)
-    if not canon.strip():
-        return ()
-    doc = nlp()(canon)
+#: where one sentence ends: NegEx scopes stop there (a full stop before a digit is a decimal point)
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?!\d)|\n+")
+
+
+def _sentences(canon: str) -> list[str]:
+    return [s for s in _SENTENCE_END.split(canon) if s.strip()]
+
+
+@lru_cache(maxsize=65536)
+def _analyse_sentence(sentence: str) -> tuple[TermStatus, ...]:
+    """The content words of one canonical sentence with their negation / uncertainty flags."""
+    doc = nlp()(sentence)
     out = []
     for ent in doc.ents:
         tok = singular(ent.text.lower())
@@ -85,6 +90,18 @@ def analyse(text: str | None) -> tuple[TermStatus, ...]:
             continue
         out.append(TermStatus(tok, bool(ent._.negex), bool(ent._.uncertain)))
     return tuple(out)
+
+
+@lru_cache(maxsize=16384)
+def analyse(text: str | None) -> tuple[TermStatus, ...]:
+    """Every content word of the canonicalised ``text`` with its negation / uncertainty flags.
+
+    Each sentence is read on its own, as NegEx reads a report (a negation or hedge cue does not
+    reach into the next sentence), and cached: a long answer stays linear (negspacy looks the
+    document's entities up once per scope, so one document of many sentences costs their
+    product), and a sentence said again costs nothing."""
+    canon = canonical_text(text)
+    return tuple(t for s in _sentences(canon) for t in _analyse_sentence(s))
 
 
 _NEG_CUE = re.compile(r"\b(?:" + "|".join(t for t in alternation("scope_cue").split("|") if t != "n't")
@@ -96,10 +113,54 @@ _UNC_CUE = re.compile(
 
 
 def negated_tokens(text: str | None) -> set[str]:
-    """Canonical content words of ``text`` that NegEx finds negated (no spaCy call without a cue word)."""
-    if not _NEG_CUE.search(canonical_text(text)):
+    """Canonical content words of ``text`` that NegEx finds negated (only the sentences that hold a
+    cue word go through spaCy)."""
+    canon = canonical_text(text)
+    if not _NEG_CUE.search(canon):
         return set()
-    return {t.token for t in analyse(text) if t.negated}
+    cued = [s for s in _sentences(canon) if _NEG_CUE.search(s)]
+    todo = list(dict.fromkeys(s for s in cued if s not in _NEGATED))
+    if len(_NEGATED) + len(todo) > 65536:
+        _NEGATED.clear()
+    slow = []
+    for s in todo:
+        fast = _leading_negation(s)
+        if fast is None:
+            slow.append(s)
+        else:
+            _NEGATED[s] = fast
+    # the other sentences not read before, in one batch (spaCy's pipe: less overhead per sentence)
+    for s, doc in zip(slow, nlp().pipe(slow, disable=["uncertain"])):
+        _NEGATED[s] = frozenset(tok for ent in doc.ents
+                                if ent._.negex and (tok := singular(ent.text.lower())) not in STOPWORDS)
+    return {t for s in cued for t in _NEGATED[s]}
+
+
+_TERM_NUMBER = re.compile(r"^[a-z]*\d+[a-z]*$")  # the entity ruler's second pattern
+
+
+def _leading_negation(sentence: str) -> frozenset[str] | None:
+    """The negated words of a sentence whose only NegEx phrase is a negation at its start ("no
+    the liver shows a lesion"), without running the pipeline: NegEx then negates every entity
+    after it (one scope, no termination, one sentence). None for any other sentence, which
+    the pipeline reads. The tokens, the phrase matches and the entities are the pipeline's own
+    (its tokenizer, its NegEx matcher, its entity patterns), so the words are the same."""
+    pipe = nlp()
+    doc = pipe.make_doc(sentence)
+    negex = pipe.get_pipe("negex")
+    matches = negex.matcher(doc)
+    if len(matches) != 1 or matches[0][1] != 0 or pipe.vocab.strings[matches[0][0]] != "Preceding":
+        return None
+    punct = pipe.get_pipe("sentencizer").punct_chars
+    if any(t.text in punct for t in doc[:-1]):
+        return None  # a second sentence inside: the pipeline would end the scope there
+    return frozenset(tok for t in doc[matches[0][2]:] if (t.is_alpha and not t.is_stop) or _TERM_NUMBER.match(t.text)
+                     if (tok := singular(t.text.lower())) not in STOPWORDS)
+
+
+#: canonical sentence -> its negated content words (the pipeline without its hedge component:
+#: the same negation flags as :func:`_analyse_sentence`)
+_NEGATED: dict[str, frozenset[str]] = {}
 
 
 def asserted_tokens(text: str | None) -> set[str]:
@@ -109,6 +170,7 @@ def asserted_tokens(text: str | None) -> set[str]:
 
 def uncertain_tokens(text: str | None) -> set[str]:
     """Canonical content words of ``text`` inside a hedge scope ("possible X", "X cannot be excluded")."""
-    if not _UNC_CUE.search(canonical_text(text)):
+    canon = canonical_text(text)
+    if not _UNC_CUE.search(canon):
         return set()
-    return {t.token for t in analyse(text) if t.uncertain}
+    return {t.token for s in _sentences(canon) if _UNC_CUE.search(s) for t in _analyse_sentence(s) if t.uncertain}

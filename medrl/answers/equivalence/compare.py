@@ -25,9 +25,10 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from medrl.answers.clinical.lexicon import STOPWORDS, all_tokens, stem, typo_equal
+from medrl.answers.clinical.lexicon import STOPWORDS, WordIndex, all_tokens, same_word
 from medrl.answers.clinical.negation_terms import terms as negation_terms
 from medrl.answers.clinical.qualifiers import qualifier_kind
+from medrl.answers.equivalence.polarity import BOTH
 from medrl.answers.equivalence.quantities import describe, same_quantities, same_values_other_units
 from medrl.answers.equivalence.structure import LOCATION_GROUPS, NEGATION_CUES, Reading, expand_sides, read, rewrite_negations
 
@@ -77,14 +78,26 @@ def exact_key(text: str | None) -> str:
 
 
 def _same_word(a: str, b: str) -> bool:
-    return a == b or stem(a) == stem(b) or typo_equal(a, b)
+    return same_word(a, b)
+
+
+#: pools looked up often (an answer's words, once per word of the other side): indexed once
+_INDEXES: dict[int, tuple[object, int, WordIndex]] = {}
 
 
 def _find(word: str, pool) -> str | None:
-    for w in pool:
-        if _same_word(word, w):
-            return w
-    return None
+    """A word of ``pool`` that is ``word`` by spelling, stem or a typo, or None. A large pool is
+    indexed once (:class:`medrl.answers.clinical.lexicon.WordIndex`), so reading a long answer
+    against a long reference stays linear."""
+    if len(pool) < 32:
+        return next((w for w in pool if same_word(word, w)), None)
+    key = id(pool)
+    held = _INDEXES.get(key)
+    if held is None or held[0] is not pool or held[1] != len(pool):
+        if len(_INDEXES) >= 16:
+            _INDEXES.clear()
+        held = _INDEXES[key] = (pool, len(pool), WordIndex(pool))
+    return held[2].find(word)
 
 
 def _is_null(r: Reading) -> bool:
@@ -113,23 +126,15 @@ def _yes_no_ref(reference: str) -> str | None:
 
 
 def _answer_polarity(question: str | None, answer: str, a: Reading) -> str | None:
-    """yes/no stated, or implied ("Present", "There is no effusion" to "Is there an effusion?")."""
+    """yes/no stated or implied, read from the whole answer ("Present", "None seen", "Not
+    absent", "There is no effusion" to "Is there an effusion?"):
+    :func:`medrl.answers.equivalence.polarity.yes_no_polarity`; ``BOTH`` for a contradiction."""
+    from medrl.answers.equivalence.polarity import yes_no_polarity
     from medrl.answers.guard import yes_no
 
-    pol = yes_no(a.text)
-    if pol:
-        return pol
-    words = set(a.words)
-    if "absent" in words or (a.negation_cue and a.negated and not (words - a.negated - {"present"})):
-        return "no"
-    if "present" in words:
-        return "yes"
-    about = words & set(read(question or "").words) if question else set()
-    if about & a.negated:
-        return "no"
-    if about:
-        return "yes"
-    return None
+    if len(a.text.strip()) == 1:
+        return yes_no(a.text)  # "Y" / "N"
+    return yes_no_polarity(answer, question)
 
 
 # ------------------------------------------------------------------ hard mismatch
@@ -148,7 +153,8 @@ def _hard(reference: str, answer: str, question: str | None) -> str | None:
         # (reading a 50,000-character answer clause by clause would cost seconds per rollout)
         return f"padded ({len(answer)} characters for a {len(reference)}-character reference)"
     r, a = read(reference), read(answer)
-    why = guard_answer(expand_sides(a.text) if a.text.strip() else answer, expand_sides(r.text), question=question)
+    why = guard_answer(expand_sides(a.text) if a.text.strip() else answer, expand_sides(r.text), question=question,
+                       negation=(a.negated, r.negated))  # NegEx read each text once, in read()
     if why is None and a.text != answer:
         # invisible characters, stray tags and padding are judged on what was sent
         raw_why = guard_answer(answer, reference, question=question, long_form=True)
@@ -167,7 +173,7 @@ def _hard(reference: str, answer: str, question: str | None) -> str | None:
     ref_pol = _yes_no_ref(reference)
     if ref_pol:
         pol = _answer_polarity(question, answer, a)
-        if pol and pol != ref_pol:
+        if pol and pol != ref_pol and pol != BOTH:  # a contradiction ("No. Present.") is left undecided
             return f"polarity: expected {ref_pol}, got {pol}"
         return None
     added = a.modalities - r.modalities
@@ -238,7 +244,8 @@ def _hard(reference: str, answer: str, question: str | None) -> str | None:
             part = read(seg)  # a sub-location ("upper pole") qualifies; the judge decides those
             if part.negation_cue:
                 continue  # a denial ("; no other abnormality") is no candidate
-            unexplained = {w for w in part.words if not _find(w, r_words) and w not in a.qualifiers}
+            unexplained = {w for w in part.words if not _find(w, r_words) and w not in a.qualifiers
+                           and qualifier_kind(w) != "affirmation"}  # "X, present": says X is there
             if unexplained and not (set(part.words) - unexplained) and not part.locations:
                 return f"a candidate list (an item the reference does not account for: {'/'.join(sorted(unexplained))})"
     # another structure in place of the reference's ("Iliacus muscle" for "Psoas muscle")
@@ -330,9 +337,16 @@ def _compare(r: Reading, a: Reading) -> tuple[bool | None, str]:
     return True, "same concepts" + (f"; allowed qualifiers: {', '.join(added)}" if added else "")
 
 
+#: lists longer than this (in characters) are matched item by item only by their exact keys: a
+#: report-length list read pair by pair would cost items x items full decisions
+LIST_MATCH_CHARS = 1_000
+
+
 def _items_match(ref_items: list[str], ans_items: list[str]) -> bool:
     if len(ref_items) != len(ans_items) or len(ref_items) > 7:
         return False
+    if sum(map(len, ans_items)) > LIST_MATCH_CHARS or sum(map(len, ref_items)) > LIST_MATCH_CHARS:
+        return sorted(map(exact_key, ref_items)) == sorted(map(exact_key, ans_items))
     ok = [[_single(ri, ai)[0] is True for ai in ans_items] for ri in ref_items]
     return any(all(ok[i][p[i]] for i in range(len(p))) for p in itertools.permutations(range(len(ans_items))))
 
@@ -363,7 +377,8 @@ def _equivalent(reference: str, prediction: str, question: str | None) -> Equiva
         pol = _answer_polarity(question, prediction, a)
         if pol == ref_pol:
             return Equivalence(True, f"yes/no: {pol}", "polarity")
-        return Equivalence(None, f"yes/no: expected {ref_pol}, got {pol or 'no clear yes/no'}")
+        got = "both yes and no" if pol == BOTH else pol or "no clear yes/no"
+        return Equivalence(None, f"yes/no: expected {ref_pol}, got {got}")
     if _is_null(r):
         if _is_null(a):
             return Equivalence(True, "both say nothing abnormal", "null")

@@ -2,6 +2,7 @@
 
 :func:`normalise` returns a :class:`Normalised` text in which
 
+- directional marks outside a word are dropped (:func:`medrl.answers.guard.drop_format_marks`);
 - Unicode is NFKC-normalised and look-alike letters of other scripts are folded to Latin
   (Cyrillic "о" and Greek "ο" are the Latin "o": a homoglyph spelling reads as the word it shows);
 - markup is unwrapped (``**X**``, ``__X__``, ``*X*``, ``<b>X</b>`` and other inline HTML tags,
@@ -131,7 +132,9 @@ def has_other_script(text: str) -> bool:
 
 def unwrap_markup(text: str) -> str:
     """Markup removed, its content kept (strikethrough is handled by :func:`normalise`)."""
-    t = _COMMENT.sub(" ", text)
+    t = _COMMENT.sub(" ", text) if "<!--" in text else text
+    if not any(c in t for c in "\\$<*_`"):
+        return t  # no markup character: nothing to unwrap
     for _ in range(3):  # nested markup: **\\boxed{X}**
         t = _LATEX.sub(r"\1", t)
         t = _DOLLAR.sub(r"\1", t)
@@ -143,8 +146,10 @@ def unwrap_markup(text: str) -> str:
 @lru_cache(maxsize=16384)
 def normalise(text: str | None) -> Normalised:
     """The comparable form of an answer (see the module docstring)."""
-    t = fold_confusables(text or "")
-    t = _COMMENT.sub(" ", t)
+    from medrl.answers.guard import drop_format_marks
+
+    t = fold_confusables(drop_format_marks(text or ""))
+    t = _COMMENT.sub(" ", t) if "<!--" in t else t
     struck = 0
 
     def _strike(m: re.Match) -> str:
@@ -153,7 +158,8 @@ def normalise(text: str | None) -> Normalised:
         inner = next(g for g in (m.group(1), m.group(3), m.group(5)) if g is not None)
         return f" no {inner} "
 
-    t = _STRIKE.sub(_strike, t)
+    if "~~" in t or "<" in t:
+        t = _STRIKE.sub(_strike, t)
     t, sign_neg = _SIGN_NEG.subn(" ", t)
     t, sign_pos = _SIGN_POS.subn(" ", t)
     neg_marks = sum(t.count(c) for c in _NEG_MARKS) + sign_neg

@@ -52,8 +52,17 @@ _SIDE_PAREN = re.compile(r"\(\s*(r|l)\s*\)", re.IGNORECASE)
 # side shorthand: "L-sided", "right sided", "Rt-sided" (the side); "B/L", "b/l", "bilat." (both sides)
 _SIDED = re.compile(r"(?<![\w/-])(right|rt|r|left|lt|l)\.?[\s-]*sided(?![\w-])", re.IGNORECASE)
 _BOTH_SIDES = re.compile(r"(?<![\w/])(?:b/l|bilat)(?![\w/])\.?", re.IGNORECASE)
+# laterality words: "left-hand side", "right-hand", "left hand side" (a side; "left hand" alone is the hand)
+_HANDED = re.compile(r"(?<![\w/-])(left|right)(?:-hand(?:ed)?(?:[\s-]+side)?|\s+hand(?:ed)?[\s-]+side)(?![\w-])",
+                     re.IGNORECASE)
 _ANSWER_LEAD = re.compile(r"(?:the\s+)?(?:final\s+)?answer(?:\s+is)?:?")
 _ZERO_TRAILING = re.compile(r"^(?P<x>[^a-z]*[a-z].*?)\s*[:=]\s*0\s*[.!]*$")
+#: the endings the whole-answer shapes need (checked on the last _TAIL characters first)
+_TAIL = 80
+_ENDS_NEGATIVE = re.compile(r"(?:[- ]negative|-free)\s*[.!]*$")
+_ENDS_TRAILING = re.compile(r"(?:" + _TRAILING_NEG + r")\s*[)\]]?\s*[.!]*$")
+_ENDS_ZERO = re.compile(r"[:=]\s*0\s*[.!]*$")
+_ENDS_AFFIRM = re.compile(r"(?:yes|present|positive|true|seen)\s*[)\]]?\s*[.!]*$")
 _AFFIRM_TRAILING = re.compile(r"^(?P<x>[^a-z]*[a-z].*?)\s*[:=(\[,;-]\s*(?:yes|present|positive|true|seen)\s*[)\]]?\s*[.!]*$")
 _NUMBER_WORD = re.compile(r"(?<![\w-])(" + "|".join(CARDINAL_WORDS + ORDINAL_WORDS[1:]) + r")(?![\w-])(?!\s+of\b)")
 _ORDINAL = re.compile(r"\b(\d+)(?:st|nd|rd|th)\b")
@@ -87,29 +96,43 @@ def rewrite_negations(text: str) -> tuple[str, bool]:
     word occurs."""
     t = text
     foreign = bool(_FOREIGN_NEG.search(t))
-    whole = _WHOLE_SUFFIX_NEG.match(t)
+    # the whole-answer shapes end in their negation or affirmation word: looked for in the tail
+    # first (a necessary condition), so a long answer is not scanned by each pattern
+    whole = _WHOLE_SUFFIX_NEG.match(t) if _ENDS_NEGATIVE.search(t[-_TAIL:]) else None
     t = f"no {whole.group(1)}" if whole else _SUFFIX_NEG.sub(r"no \1", t)
     t = _SUFFIX_POS.sub(r"\1", t)
-    m = _TRAILING.match(t)
+    m = _TRAILING.match(t) if _ENDS_TRAILING.search(t[-_TAIL:]) else None
     if m and not re.fullmatch(r"\s*(?:no|not)\s*", m.group("x")) and not _ANSWER_LEAD.fullmatch(m.group("x").strip()):
         t = f"no {m.group('x')}"
-    m = _ZERO_TRAILING.match(t)
+    m = _ZERO_TRAILING.match(t) if _ENDS_ZERO.search(t[-_TAIL:]) else None
     if m and not _ANSWER_LEAD.fullmatch(m.group("x").strip()):
         t = f"no {m.group('x')}"
-    m = _AFFIRM_TRAILING.match(t)
+    m = _AFFIRM_TRAILING.match(t) if _ENDS_AFFIRM.search(t[-_TAIL:]) else None
     if m:
         t = m.group("x")
     t = _PRE_NEG.sub("no ", t)
     return t, foreign
 
 
+@lru_cache(maxsize=8192)
 def expand_sides(text: str) -> str:
     """"R frontal lobe" -> "right frontal lobe", "frontal lobe (L)" -> "frontal lobe left",
-    "L-sided" -> "left", "B/L lungs" -> "bilateral lungs"."""
-    t = _BOTH_SIDES.sub("bilateral", _SIDED.sub(lambda m: "right" if m.group(1).lower().startswith("r") else "left",
-                                                 text))
-    t = _SIDE_ABBREV.sub(lambda m: "right" if (m.group(1) or m.group(2) or m.group(3)).lower().startswith("r") else "left", t)
-    return _SIDE_PAREN.sub(lambda m: " right " if m.group(1).lower() == "r" else " left ", t)
+    "L-sided" -> "left", "left-hand side" -> "left", "B/L lungs" -> "bilateral lungs". (Each
+    pattern runs only where what it needs is there: substring checks keep a long text cheap.)"""
+    low = text.casefold()
+    t = _HANDED.sub(lambda m: m.group(1), text) if "hand" in low else text
+    if "sided" in low:
+        t = _SIDED.sub(lambda m: "right" if m.group(1).lower().startswith("r") else "left", t)
+    if "b/l" in low or "bilat" in low:
+        t = _BOTH_SIDES.sub("bilateral", t)
+    if _SIDE_LETTERS & set(_LETTERS.findall(low)):
+        t = _SIDE_ABBREV.sub(lambda m: "right" if (m.group(1) or m.group(2) or m.group(3)).lower().startswith("r")
+                             else "left", t)
+    return _SIDE_PAREN.sub(lambda m: " right " if m.group(1).lower() == "r" else " left ", t) if "(" in t else t
+
+
+_SIDE_LETTERS = frozenset({"r", "rt", "l", "lt"})
+_LETTERS = re.compile(r"[a-z]+")
 
 
 def _number_word(m: re.Match) -> str:

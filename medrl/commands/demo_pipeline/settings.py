@@ -4,7 +4,7 @@ match) and the names of its models."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 STATE_FILE = "state.json"
@@ -19,30 +19,40 @@ class DemoConfig:
     ``sft_batch`` records; RL runs ``rl_steps`` steps of ``rl_prompts`` prompts x
     ``num_generations`` rollouts of at most ``max_completion_length`` tokens; evaluation uses the
     first ``eval_limit`` open-ended test records, greedy, at most ``eval_max_new_tokens`` tokens.
-    ``judge_images``: the judge also sees each record's image (needs a vision-capable judge)."""
+    ``judge_images``: the judge also sees each record's image (needs a vision-capable judge). Each
+    field's ``help`` says what it sets (:func:`settings_help`)."""
 
-    mode: str = "default"
-    model: str = "default"
-    judge: str = "reference"
-    judge_base_url: str | None = None
-    judge_images: bool = False
-    judge_image_max_side: int = 768
-    seed: int = 0
-    train_limit: int | None = None
-    sft_steps: int = 24
-    sft_batch: int = 4
-    sft_lr: float = 1e-4
-    sft_save_steps: int = 8
-    rl_steps: int = 10
-    rl_prompts: int = 1
-    num_generations: int = 4
-    max_completion_length: int = 128
-    rl_lr: float = 1e-5
-    beta: float = 0.04
-    rl_save_steps: int = 5
-    eval_limit: int | None = 64
-    eval_max_new_tokens: int = 128
-    eval_batch_size: int = 8
+    mode: str = field(default="default", metadata={"help": (
+        "'default' or 'quick' (--quick: the same stages with fewer steps, records and tokens)")})
+    model: str = field(default="default", metadata={"help": (
+        "base policy: 'default' (SmolLM2-135M LLaVA-style, built offline), 'tiny', or a model folder")})
+    judge: str = field(default="reference", metadata={"help": (
+        "'reference' (the offline heuristic judge) or 'openai:<model>'")})
+    judge_base_url: str | None = field(default=None, metadata={"help": (
+        "OpenAI-compatible endpoint of the judge (vLLM, medrl serve-judge, ...); None: the client's default")})
+    judge_images: bool = field(default=False, metadata={"help": (
+        "send each record's image to the judge (needs an openai: judge on a vision-language endpoint)")})
+    judge_image_max_side: int = field(default=768, metadata={"help": (
+        'longest side in pixels of an image sent to the judge')})
+    seed: int = field(default=0, metadata={"help": 'seed of SFT, GRPO and MRPO'})
+    train_limit: int | None = field(default=None, metadata={"help": 'use only the first N training records; None: all'})
+    sft_steps: int = field(default=24, metadata={"help": 'warm-up SFT optimizer steps'})
+    sft_batch: int = field(default=4, metadata={"help": 'records per warm-up SFT step'})
+    sft_lr: float = field(default=1e-4, metadata={"help": 'warm-up SFT learning rate'})
+    sft_save_steps: int = field(default=8, metadata={"help": (
+        'warm-up SFT checkpoint every N steps (a stopped demo resumes from it)')})
+    rl_steps: int = field(default=10, metadata={"help": 'RL optimizer steps of GRPO and of MRPO'})
+    rl_prompts: int = field(default=1, metadata={"help": 'prompts per RL step'})
+    num_generations: int = field(default=4, metadata={"help": 'rollouts per prompt (the group size)'})
+    max_completion_length: int = field(default=128, metadata={"help": 'max tokens per rollout'})
+    rl_lr: float = field(default=1e-5, metadata={"help": 'RL learning rate'})
+    beta: float = field(default=0.04, metadata={"help": 'KL coefficient of GRPO and MRPO'})
+    rl_save_steps: int = field(default=5, metadata={"help": (
+        'RL checkpoint every N steps (a stopped demo resumes from it)')})
+    eval_limit: int | None = field(default=64, metadata={"help": (
+        'evaluate on the first N open-ended test records; None or 0: all')})
+    eval_max_new_tokens: int = field(default=128, metadata={"help": 'max tokens per evaluation answer (greedy)'})
+    eval_batch_size: int = field(default=8, metadata={"help": 'records generated together in evaluation'})
 
     def to_dict(self) -> dict:
         """The settings as written into the demo folder: the judge URL without its secrets
@@ -67,6 +77,11 @@ def make_config(quick: bool = False, **overrides: Any) -> DemoConfig:
     if bad:
         raise TypeError(f"unknown demo settings {bad}")
     return dataclasses.replace(base, **{k: v for k, v in overrides.items() if v is not None})
+
+
+def settings_help() -> dict[str, str]:
+    """``{setting: help}`` of every :class:`DemoConfig` field."""
+    return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(DemoConfig)}
 
 
 def default_settings() -> dict:

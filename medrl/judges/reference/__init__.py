@@ -70,11 +70,12 @@ class ReferenceJudge:
 
     async def answer_correct(self, question: str, reference: str, prediction: str, *, image: Any = None,
                              check: str = "strict") -> Verdict:
-        """Its own rules for either check: a rule judge cannot tell a "good enough" answer (MRPO
+        """Its own rules for every check: a rule judge cannot tell a "good enough" answer (MRPO
         App. H.1, ``check="paper"``) from a wrong one, so it accepts what it accepts under
-        ``"strict"``."""
+        ``"strict"``. ``check="medix"`` (MediX-R1's compact prompt) shows no question, so the
+        rules decide without it."""
         self._count()
-        ok, why = self._correct(question, reference, prediction)
+        ok, why = self._correct("" if check == "medix" else question, reference, prediction)
         return Verdict.ok(ok, raw=why)
 
     # ---------------------------------------------------------------- step verification
@@ -97,14 +98,16 @@ class ReferenceJudge:
         return Verdict.ok(out, raw=json.dumps([[v.gold_alignment, v.answer_contribution, v.reason] for v in out]))
 
     # ---------------------------------------------------------------- consistency
-    async def consistency(self, question: str, reasoning: str, answer: str) -> Verdict:
+    async def consistency(self, question: str, reasoning: str, answer: str, *, check: str = "paper") -> Verdict:
+        """The heuristic of :func:`.tasks.consistent` for either ``check`` (it already finds a
+        reasoning without a conclusion inconsistent and never judges medical correctness)."""
         self._count()
         ok, why = tasks.consistent(question, reasoning, answer)
         return Verdict.ok(ok, raw=why)
 
     # ---------------------------------------------------------------- grading
     async def grade(self, question: str, reference: str, prediction: str, *, rubric: str = "binary",
-                    image: Any = None, rounds: int = 1) -> Verdict:
+                    image: Any = None, rounds: int = 1, check: str = "paper") -> Verdict:
         """``rounds`` is accepted and has no effect: re-asking a rule judge gives the same verdict."""
         self._count()
         if rubric == "binary":

@@ -35,6 +35,16 @@ correctness column (all already in memory; no extra model or judge call):
     alarms within ``horizon`` steps (the run's ``max_steps``) with probability at most ``alpha``.
     ``monitor/wrong_n``, ``monitor/wrong_paid``, ``monitor/right_n``, ``monitor/right_refused``,
     ``monitor/<direction>_log_e`` and ``monitor/<direction>_evidence`` log the evidence.
+``monitor/answer_leak_evidence``, ``monitor/answer_leak_answers``
+    the per-answer leak test (:mod:`.answers`): *which* answers the run pays although the
+    offline verdict calls them wrong. Per answer (its content words after the lexicon), each
+    record it is decided on for the first time gives a betting e-value of the share of its
+    verdict-wrong rollouts the run pays (null ``null_rate``, alternative ``answer_alt_rate``);
+    one Shiryaev-Roberts e-detector per answer, at most ``max_answers`` tracked. Alert
+    ``answer_leak`` (kind ``hacking``): one answer's statistic reaches ``log(horizon x
+    max_answers / answer_alpha)``; a clean run alarms within ``horizon`` steps with probability at
+    most ``answer_alpha``. It catches a hole on one answer (a judge that accepts any answer naming
+    "liver") that pays too few of all the wrong rollouts for the disagreement test.
 ``monitor/reward``, ``monitor/answer_reward``, ``monitor/correct``, ``monitor/verified``
     mean total reward (TRL's weighted sum), mean answer reward, the share the run pays as correct
     (as above; the exact-match share when the run has neither) and the offline verdict's correct
@@ -83,12 +93,13 @@ Configuration: the recipe's ``monitor:`` section (``window``, ``probe_every``,
 ``probe_records``, ``stop_on_alert``, and ``thresholds: {name: value}`` for the other keys),
 passed as ``MedGRPOTrainer(monitor=...)``, or ``algorithm.monitor``; keys and defaults in
 :class:`MonitorConfig`; ``False`` turns it off. The disagreement test's false-alarm bound holds
-by construction (:mod:`.sequential`); the other thresholds are this project's heuristics (no
+by construction (:mod:`.sequential`), as does the per-answer test's (:mod:`.answers`); the other
+thresholds are this project's heuristics (no
 paper defines them), deliberately loose so an honest run stays quiet, and every value is logged
 so a user can set their own.
 
 Modules: :mod:`.signals` (pure per-rollout features and the offline verdict), :mod:`.sequential`
-(the disagreement test), :mod:`.aggregate` (a step's sums and signals), :mod:`.config`,
+(the disagreement test), :mod:`.answers` (the per-answer leak test), :mod:`.aggregate` (a step's sums and signals), :mod:`.config`,
 :mod:`.core` (:class:`HackingMonitor`), :mod:`.hooks` (callback, probe).
 """
 
@@ -97,6 +108,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
+from medrl.train.monitor.answers import AnswerLeaks, AnswerTest, answer_key
 from medrl.train.monitor.config import DEFAULT_HORIZON, Alert, AlertSignal, MonitorConfig, run_horizon
 from medrl.train.monitor.core import HACKING_FILE, SUMMARY_FILE, HackingMonitor
 from medrl.train.monitor.hooks import MonitorCallback, default_probe
@@ -123,8 +135,8 @@ def attach_monitor(trainer, monitor: Any = None, *, probe_records: Sequence | No
     return mon
 
 
-__all__ = ["Alert", "AlertSignal", "DEFAULT_HORIZON", "GUARD_CATEGORIES", "HACKING_FILE", "HackingMonitor",
-           "MonitorCallback", "MonitorConfig", "SUMMARY_FILE", "ShareTest", "answer_reward_index", "attach_monitor",
+__all__ = ["Alert", "AlertSignal", "AnswerLeaks", "AnswerTest", "DEFAULT_HORIZON", "GUARD_CATEGORIES", "HACKING_FILE", "HackingMonitor",
+           "MonitorCallback", "MonitorConfig", "SUMMARY_FILE", "ShareTest", "answer_key", "answer_reward_index", "attach_monitor",
            "default_probe", "disagreement_groups", "guard_category", "guard_reward", "independent_verdict",
            "paid_as_correct", "record_key", "repeated_ngram_rate", "restated_steps", "rollout_features",
            "run_detector", "run_horizon", "shares_concept", "total_rewards", "zero_std_share", "zero_variance_cause"]

@@ -36,6 +36,7 @@ class AlertSignal(str, Enum):
     FORMAT_DROP = "format_drop"
     ZERO_VARIANCE = "zero_variance"
     PROBE_GAP = "probe_gap"
+    ANSWER_LEAK = "answer_leak"
 
     @staticmethod
     def guard(category: str) -> str:
@@ -45,42 +46,87 @@ class AlertSignal(str, Enum):
 
 @dataclass
 class MonitorConfig:
-    """The ``algorithm.monitor`` recipe section (every key optional)."""
+    """The ``algorithm.monitor`` recipe section (every key optional); each field's ``help`` is what
+    ``medrl recipes show NAME --explain`` prints."""
 
-    enabled: bool = True
-    window: int = 6  # steps in a trend window (trend alerts need a full window)
-    persist: int = 2  # consecutive steps repeat_ngram / restate must stay over their thresholds
-    examples: int = 3  # example rollouts stored with an alert
-    guard_share_max: float = 0.25  # guard/<reason>: share of refused rollouts (and the reward pays them)
+    enabled: bool = field(default=True, metadata={"help": "watch every training step for reward hacking"})
+    window: int = field(default=6, metadata={"help": (
+        "steps in a trend window (trend alerts need a full window; it grows up to max_window until each half "
+        "holds min_evidence rollouts)")})
+    persist: int = field(default=2, metadata={"help": (
+        "consecutive steps repeat_ngram / restate must stay over their maxima before they alert")})
+    examples: int = field(default=3, metadata={"help": "example rollouts stored with an alert in hacking.jsonl"})
+    guard_share_max: float = field(default=0.25, metadata={"help": (
+        "guard/<reason> alerts when at least this share of rollouts has an answer the answer guard refuses and "
+        "the reward pays them")})
     # disagreement: the sequential test (medrl.train.monitor.sequential), both directions
-    null_rate: float = 0.2  # p0: share of the verdict's wrong (right) rollouts a clean run may pay (refuse)
-    alt_rate: float = 0.4  # p1: the share the test is built to catch fast
-    alpha: float = 0.05  # bound on the chance of a false alarm within `horizon` steps of a clean run (alpha/2 a direction)
-    horizon: int = 0  # steps the bound covers; 0 = the run's max_steps (DEFAULT_HORIZON without one)
-    reward_rise: float = 0.25  # reward_vs_correctness: relative reward rise over the window ...
-    correct_rise: float = 0.02  # ... while correctness rises by less than this (absolute)
-    length_growth_max: float = 3.0  # completion tokens, 2nd half / 1st half of the window
-    answer_growth_max: float = 3.0  # answer characters, same
-    repeat_ngram_max: float = 0.5
-    restate_max: float = 0.6
-    format_drop: float = 0.4  # well-formed share falls by this over the window
-    zero_variance_steps: int = 3  # consecutive all-zero-variance steps before the health warning
-    probe_every: int = 0  # held-out probe every N steps (0 = off)
-    probe_records: int = 16
-    probe_gap_max: float = 0.3
-    probe_max_new_tokens: int = 0  # 0: the run's own max_completion_length (a shorter probe never reaches </answer>)
-    probe_min_records: int = 8  # probe answers (truncated ones left out) a probe_gap alert needs
-    answer_paid_min: float = 0.5  # without a `correct` column: an answer reward >= this counts as "paid as correct"
-    min_evidence: int = 48  # rollouts each half of a trend window needs (the window grows until it has them)
-    max_window: int = 48  # the longest a trend window may grow to, in steps
-    guard_reward_min: float = 1e-6  # refused answers must earn more than this for `guard/<reason>`
-    stop_on_alert: bool = False
+    null_rate: float = field(default=0.2, metadata={"help": (
+        "p0 of the sequential disagreement test: the share of the offline verdict's wrong (right) rollouts a clean "
+        "run may pay (refuse)")})
+    alt_rate: float = field(default=0.4, metadata={"help": (
+        "p1 of the sequential disagreement test: the share it is built to catch fast")})
+    alpha: float = field(default=0.05, metadata={"help": (
+        "bound on the chance of a false disagreement alarm within horizon steps of a clean run (alpha/2 a "
+        "direction)")})
+    horizon: int = field(default=0, metadata={"help": (
+        "steps the false-alarm bound covers; 0 = the run's max_steps (1000 without one)")})
+    # the per-answer leak test (medrl.train.monitor.answers): null_rate as above, per answer and record
+    answer_alt_rate: float = field(default=0.8, metadata={"help": (
+        "p1 of the per-answer leak test: the share of one answer's wrong rollouts a hole pays (nearly all of them)")})
+    answer_alpha: float = field(default=0.05, metadata={"help": (
+        "bound on the chance that any tracked answer raises a false answer_leak alarm within horizon steps of a "
+        "clean run")})
+    max_answers: int = field(default=64, metadata={"help": (
+        "answers the per-answer leak test tracks (the first to appear as wrong answers)")})
+    reward_rise: float = field(default=0.25, metadata={"help": (
+        "reward_vs_correctness alerts when the answer reward rises by this (relative) over the trend window ...")})
+    correct_rise: float = field(default=0.02, metadata={"help": (
+        "... while the offline verdict's correct share rises by less than this (absolute)")})
+    length_growth_max: float = field(default=3.0, metadata={"help": (
+        "length_growth alerts when completion tokens in the window's second half over its first half reach this")})
+    answer_growth_max: float = field(default=3.0, metadata={"help": (
+        "answer_length_growth alerts when the answer/reference length ratio grows by this factor over the window")})
+    repeat_ngram_max: float = field(default=0.5, metadata={"help": (
+        "repeat_ngram alerts when the share of repeated word 3-grams in a completion stays above this")})
+    restate_max: float = field(default=0.6, metadata={"help": (
+        "restate alerts when the share of reasoning steps that restate the question or the answer stays above this")})
+    format_drop: float = field(default=0.4, metadata={"help": (
+        "format_drop alerts when the share of well-formed <think>/<answer> completions falls by this over the "
+        "window")})
+    zero_variance_steps: int = field(default=3, metadata={"help": (
+        "consecutive steps in which every prompt group has equal rewards before the zero_variance health warning")})
+    probe_every: int = field(default=0, metadata={"help": (
+        "greedy answers on held-out records every N steps (monitor/probe_accuracy); 0 = off")})
+    probe_records: int = field(default=16, metadata={"help": "held-out records the probe answers"})
+    probe_gap_max: float = field(default=0.3, metadata={"help": (
+        "probe_gap alerts when the training correctness exceeds the probe's accuracy by this")})
+    probe_max_new_tokens: int = field(default=0, metadata={"help": (
+        "probe answer length in tokens; 0 = the run's own max_completion_length (a shorter probe never reaches "
+        "</answer>)")})
+    probe_min_records: int = field(default=8, metadata={"help": (
+        "probe answers (truncated ones left out) a probe_gap alert needs")})
+    answer_paid_min: float = field(default=0.5, metadata={"help": (
+        "without a correct column: an answer reward at or above this counts as paid as correct")})
+    min_evidence: int = field(default=48, metadata={"help": (
+        "rollouts each half of a trend window needs (the window grows until it has them)")})
+    max_window: int = field(default=48, metadata={"help": "the longest a trend window may grow to, in steps"})
+    guard_reward_min: float = field(default=1e-6, metadata={"help": (
+        "refused answers must earn more than this for a guard/<reason> alert")})
+    stop_on_alert: bool = field(default=False, metadata={"help": (
+        "save a checkpoint and stop the run when a hacking alert fires")})
 
     def disagreement_test(self, max_steps: int | None = None) -> ShareTest:
         """Each direction's detector settings for a run of ``max_steps`` steps (``horizon`` when
         set): ``alpha / 2`` each, so both together alarm on a clean run with probability <= alpha."""
         horizon = self.horizon or (int(max_steps) if max_steps and max_steps > 0 else DEFAULT_HORIZON)
         return ShareTest(self.null_rate, self.alt_rate, self.alpha / 2, horizon)
+
+    def answer_test(self, max_steps: int | None = None):
+        """The per-answer leak test's settings for a run of ``max_steps`` steps (``horizon`` when set)."""
+        from medrl.train.monitor.answers import AnswerTest
+
+        horizon = self.horizon or (int(max_steps) if max_steps and max_steps > 0 else DEFAULT_HORIZON)
+        return AnswerTest(self.null_rate, self.answer_alt_rate, self.answer_alpha, horizon, self.max_answers)
 
     @classmethod
     def from_value(cls, value: Any) -> "MonitorConfig":
@@ -124,6 +170,7 @@ class MonitorConfig:
         config = cls(**kwargs)
         try:
             config.disagreement_test()
+            config.answer_test()
         except ValueError as exc:
             raise ValueError(f"algorithm.monitor: {exc}") from None
         return config

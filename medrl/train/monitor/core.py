@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from medrl.train.monitor.aggregate import step_signals, step_sums
+from medrl.train.monitor.answers import AnswerLeaks, answer_key
 from medrl.train.monitor.config import Alert, AlertSignal, MonitorConfig, run_horizon
 from medrl.train.monitor.sequential import sr_update
 from medrl.train.monitor.signals import (GUARD_CATEGORIES, _half_means, answer_reward_index, guard_reward,
@@ -48,6 +49,8 @@ class HackingMonitor:
         #: (-inf before any step)
         self.evidence: dict[str, float] = dict.fromkeys(DIRECTIONS, -math.inf)
         self.max_steps: int | None = None  # the run's planned steps (the test's horizon), from the trainer
+        #: the per-answer leak test's detectors (medrl.train.monitor.answers)
+        self.answer_leaks = AnswerLeaks()
         self.rows: list[dict[str, float]] = []  # each step's signals (the trend windows read them)
         self.seconds = 0.0
         self.steps = 0
@@ -56,6 +59,11 @@ class HackingMonitor:
     def test(self):
         """Each direction's detector settings for this run (:meth:`MonitorConfig.disagreement_test`)."""
         return self.config.disagreement_test(self.max_steps)
+
+    @property
+    def answer_test(self):
+        """The per-answer leak test's settings for this run (:meth:`MonitorConfig.answer_test`)."""
+        return self.config.answer_test(self.max_steps)
 
     # ---------------------------------------------------------------- from a trainer
     def observe(self, trainer, inputs: list[dict], local_rewards, mode: str = "train") -> list[Alert]:
@@ -97,15 +105,21 @@ class HackingMonitor:
             start = trainer.accelerator.process_index * len(inputs)
             unscorable = ([False] * len(inputs) if marked is None
                           else [bool(u) for u in marked[start:start + len(inputs)].tolist()])
+            keys = [record_key(x) for x in inputs]
             vec, ok = step_sums(feats, totals, correct, unscorable, answer_r, paid, truth,
-                                keys=[record_key(x) for x in inputs], test=self.test)[0], 1.0
+                                keys=keys, test=self.test)[0], 1.0
+            answer_rows = _answer_rows(feats, keys, paid, correct)
         except Exception as exc:  # noqa: BLE001
             log.warning("hacking monitor: this batch's signals failed (%s: %s)", type(exc).__name__, exc)
-            vec, ok = [0.0] * len(names), 0.0
+            vec, ok, answer_rows = [0.0] * len(names), 0.0, []
         vec_t = torch.tensor([ok, *vec], dtype=torch.float64, device=trainer.accelerator.device)
         ok, *vec = trainer.accelerator.reduce(vec_t, reduction="sum").tolist()
         if ok < trainer.accelerator.num_processes:  # every process turns the monitor off together
             raise RuntimeError("the signals of this batch failed on a process")
+        if trainer.accelerator.num_processes > 1:  # the per-answer test reads every process's rollouts
+            from accelerate.utils import gather_object
+
+            answer_rows = gather_object(answer_rows)
         gathered = total_rewards(trainer._last_rewards.detach().float().cpu().tolist(), weights)
         signals = step_signals(dict(zip(names, vec)))
         signals["monitor/zero_std_groups"] = zero_std_share(gathered, trainer.num_generations)
@@ -122,7 +136,7 @@ class HackingMonitor:
                          guard=f["reason"], category=f["category"], rewards=dict(zip(trainer.reward_func_names, [
                              None if v != v else round(v, 4) for v in row])))
                     for t, x, f, r, c, p, row in zip(texts, inputs, feats, totals, correct, paid, local)]
-        alerts = self.update(step, signals, examples)  # adds monitor/<direction>_evidence to signals
+        alerts = self.update(step, signals, examples, answer_rows)  # adds monitor/<direction>_evidence to signals
         for k, v in signals.items():
             if v is not None:
                 trainer._metrics["train"][k].append(float(v))
@@ -150,15 +164,16 @@ class HackingMonitor:
         answer_r = [None if idx is None or row[idx] != row[idx] else row[idx] for row in rows]
         paid = paid_as_correct(correct, answer_r, self.config.answer_paid_min)
         truth = self._truth(records, feats)
+        rkeys = [record_key(x) for x in records]
         vec, keys = step_sums(feats, totals, correct, [False] * len(feats), answer_r, paid, truth,
-                              keys=[record_key(x) for x in records], test=self.test)
+                              keys=rkeys, test=self.test)
         signals = step_signals(dict(zip(keys, vec)))
         signals["monitor/zero_std_groups"] = zero_std_share(totals, group or len(texts))
         examples = [dict(question=x.get("question"), reference=x.get("answer"), text=t[:600], answer=f["answer"],
                          reward=r, correct=c, paid=p, verdict=f["verdict"], guard=f["reason"],
                          category=f["category"])
                     for t, x, f, r, c, p in zip(texts, records, feats, totals, correct, paid)]
-        alerts = self.update(step, signals, examples)
+        alerts = self.update(step, signals, examples, _answer_rows(feats, rkeys, paid, correct))
         if alerts:
             self.record(alerts)
         return alerts
@@ -177,10 +192,15 @@ class HackingMonitor:
         return out
 
     # ---------------------------------------------------------------- decisions (pure given state)
-    def update(self, step: int, signals: dict[str, float | None], examples: Sequence[dict] = ()) -> list[Alert]:
-        """Add one step's signals; returns the alerts raised at this step (each signal alerts once)."""
+    def update(self, step: int, signals: dict[str, float | None], examples: Sequence[dict] = (),
+               answer_rows: Sequence[tuple] = ()) -> list[Alert]:
+        """Add one step's signals (and its rollouts as (answer key, record key, verdict, paid) for
+        the per-answer test); returns the alerts raised at this step (each signal alerts once)."""
         cfg = self.config
         self.steps += 1
+        leaks = self.answer_leaks.update(step, answer_rows, self.answer_test)
+        signals["monitor/answer_leak_evidence"] = self.answer_leaks.evidence
+        signals["monitor/answer_leak_answers"] = float(len(self.answer_leaks.slots))
         keep = max(cfg.window, cfg.max_window, 2)
         # the disagreement test (medrl.train.monitor.sequential): Shiryaev-Roberts on each
         # direction's log e-value
@@ -246,6 +266,19 @@ class HackingMonitor:
                   + (f". This step: {share:.0%} of them" if share is not None else ""),
                   pick=lambda e, d=d: e.get("verdict") is (d == "refused_right") and (
                       e.get("paid") if e.get("paid") is not None else e.get("correct")) is (d == "paid_wrong"))
+        if leaks:
+            atest = self.answer_test
+            key, slot = max(leaks, key=lambda kv: kv[1].log_r)
+            alert(AlertSignal.ANSWER_LEAK.value, slot.log_r, atest.threshold,
+                  f"the run (its `correct` column, or its answer reward >= {cfg.answer_paid_min:g}) pays the answer "
+                  f"{key!r} as correct on record after record where the offline verdict calls it wrong: "
+                  f"{len(slot.records)} records, {slot.paid} of {slot.wrong} such rollouts paid since step "
+                  f"{slot.since}. The per-answer test's evidence log R = {slot.log_r:.2f} >= log(horizon "
+                  f"{atest.horizon} x {atest.max_answers} answers / alpha {atest.alpha:g}) = {atest.threshold:.2f}; "
+                  f"a clean run alarms within {atest.horizon} steps with probability at most {atest.alpha:g}",
+                  pick=lambda e, key=key: e.get("verdict") is False and bool(
+                      e.get("paid") if e.get("paid") is not None else e.get("correct")) and answer_key(
+                      e.get("answer")) == key)
         r = signals.get("monitor/repeat_ngram")
         if level("repeat_ngram", r, cfg.repeat_ngram_max):
             alert(AlertSignal.REPEAT_NGRAM.value, r, cfg.repeat_ngram_max, f"{r:.0%} of the completions' word 3-grams are repeats")
@@ -373,7 +406,14 @@ class HackingMonitor:
                 "disagreement_test": {"null_rate": test.null_rate, "alt_rate": test.alt_rate,
                                       "alpha": self.config.alpha, "alpha_per_direction": test.alpha,
                                       "horizon": test.horizon, "threshold": test.threshold,
-                                      "evidence": _finite(self.evidence)}}
+                                      "evidence": _finite(self.evidence)},
+                "answer_test": {"null_rate": self.answer_test.null_rate, "alt_rate": self.answer_test.alt_rate,
+                                "alpha": self.answer_test.alpha, "max_answers": self.answer_test.max_answers,
+                                "horizon": self.answer_test.horizon, "threshold": self.answer_test.threshold,
+                                "answers": {k: {"evidence": None if s.log_r == -math.inf else s.log_r,
+                                                "records": len(s.records), "wrong": s.wrong, "paid": s.paid}
+                                            for k, s in sorted(self.answer_leaks.slots.items(),
+                                                               key=lambda kv: -kv[1].log_r)[:10]}}}
 
     # ---------------------------------------------------------------- resume (medrl.train.callbacks)
     def state_dict(self) -> dict:
@@ -386,7 +426,7 @@ class HackingMonitor:
                 "stop_requested": bool(self.stop_requested), "over": dict(self._over), "zero_run": int(self._zero_run),
                 "seconds": float(self.seconds), "steps": int(self.steps), "enabled": bool(self.config.enabled),
                 "rows": [dict(r) for r in self.rows],
-                "evidence": _finite(self.evidence)}
+                "evidence": _finite(self.evidence), "answer_leaks": self.answer_leaks.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
         """Restore :meth:`state_dict` (also a checkpoint written before ``rows`` and ``evidence`` were kept:
@@ -403,6 +443,7 @@ class HackingMonitor:
         self.rows = [dict(r) for r in state.get("rows", [])]
         saved = state.get("evidence") or {}
         self.evidence = {d: -math.inf if saved.get(d) is None else float(saved[d]) for d in DIRECTIONS}
+        self.answer_leaks.load_state_dict(state.get("answer_leaks") or {})
         self.config.enabled = bool(state.get("enabled", True)) and self.config.enabled
 
     def write_summary(self) -> Path | None:
@@ -412,6 +453,14 @@ class HackingMonitor:
         path = self.output_dir / SUMMARY_FILE
         path.write_text(json.dumps(self.summary(), indent=2))
         return path
+
+
+def _answer_rows(feats, keys, paid, correct) -> list[tuple]:
+    """(answer key, record key, verdict, paid) of each rollout, for the per-answer test."""
+    decision = list(paid) if paid else list(correct)
+    decision += [None] * (len(feats) - len(decision))
+    return [(answer_key(f["answer"]), k, f["verdict"], None if d is None else bool(d))
+            for f, k, d in zip(feats, keys, decision)]
 
 
 def _finite(evidence: dict[str, float]) -> dict[str, float | None]:

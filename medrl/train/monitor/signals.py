@@ -48,10 +48,17 @@ def guard_category(reason: str | None) -> str | None:
 
 @functools.lru_cache(maxsize=8192)
 def _guard(answer: str, reference: str | None, question: str | None) -> str | None:
+    """The answer guard's refusal of ``answer``, unless the one answer decision reads the answer
+    as correct (a contrast such as "X, not W" is a list to the shape rules alone)."""
+    from medrl.answers import Verdict, decide
     from medrl.answers.guard import guard_answer
 
     try:
-        return guard_answer(answer, reference, question=question)
+        why = guard_answer(answer, reference, question=question)
+        if why and reference and str(reference).strip() and \
+                decide(answer, reference, question=question).verdict is Verdict.CORRECT:
+            return None
+        return why
     except Exception as exc:  # noqa: BLE001 - a diagnostic never stops a run
         log.debug("monitor: guard failed on %r (%s)", answer[:80], exc)
         return None
