@@ -56,6 +56,16 @@ def one_torch_thread():
     torch.set_num_threads(n)
 
 
+@pytest.fixture()
+def generation_faked_model(monkeypatch):
+    """For tests that fake generation: a model folder holding only ``config.json`` passes the
+    commands' model preflight (its JSON and weights checks still run; loading the config,
+    tokenizer, processor and chat template is skipped, as the faked generator never loads them)."""
+    import medrl.models.integrity as integrity
+
+    monkeypatch.setattr(integrity, "load_problem", lambda *a, **k: None)
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     """The real VQA-RAD / SLAKE folder (../shared/data); tests needing it skip without it."""

@@ -291,7 +291,9 @@ def make_medix_llm(*, judge: Any = "reference", judge_options: dict | None = Non
     return cls("medix_llm", judge, judge_options, check=check)
 
 
-document_options(make_medix_llm, judge_options=JUDGE_OPTIONS_HELP)
+document_options(make_medix_llm, judge_options=JUDGE_OPTIONS_HELP,
+                 check="the judge's prompt: medix (MediX-R1's compact YES/NO prompt, the paper's) or strict (medrl's "
+                       "strict prompt with the question; only then does the trainer's correct column use it)")
 
 
 make_medix_llm.uses_correctness = True
@@ -307,6 +309,8 @@ def make_mrpo_process(*, judge: Any = "reference", judge_options: dict | None = 
 
 
 document_options(make_mrpo_process, judge_options=JUDGE_OPTIONS_HELP,
+                 splitter="how a completion is cut into steps: medrl (medrl's splitter) or released (the step "
+                          "splitter of MRPO's released code)",
                  step_prompt="the judge's rules for rating steps: paper (MRPO App. H.2's rules only) or hardened "
                              "(adds rules against gaming; medrl.judges.prompts.STEP_PROMPTS)")
 
@@ -327,7 +331,9 @@ def make_capo_consistency(*, judge: Any = "reference", judge_options: dict | Non
 
 
 document_options(make_capo_consistency, judge_options=JUDGE_OPTIONS_HELP,
-                 r_cdr="CAPO Eq. 1: R_CDR when the judge finds the reasoning leads to the answer")
+                 r_cdr="CAPO Eq. 1: R_CDR when the judge finds the reasoning leads to the answer",
+                 check="the judge's review: paper (CAPO Table 9's consistency review, as stated) or strict (adds that a "
+                       "reasoning reaching no conclusion is inconsistent and that medical correctness is not judged)")
 
 
 make_capo_consistency.judge_task = "consistency"

@@ -90,7 +90,7 @@ def test_non_string_answers_are_converted_and_counted(folder, caplog):
     assert any("converted 2 non-string answer(s)" in r.getMessage() for r in caplog.records)
 
 
-def test_eval_skip_invalid_counts_match_medrl_data(folder, tmp_path, capsys, monkeypatch):
+def test_eval_skip_invalid_counts_match_medrl_data(folder, tmp_path, capsys, monkeypatch, generation_faked_model):
     path = _write(folder / "mixed.jsonl", [
         '{"id": "a", "images": ["missing.png"], "question": "Which organ?", "answer": "liver"}',
         '{"id": "b", "images": ["ct.png"], "question": "Which organ?", "answer": "liver"}',

@@ -96,7 +96,7 @@ def fake_model(monkeypatch, tmp_path):
 
 
 @pytest.fixture(autouse=True)
-def model_folder(tmp_path, monkeypatch):
+def model_folder(tmp_path, monkeypatch, generation_faked_model):
     """A folder `--model` names (generation itself is faked)."""
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "config.json").write_text("{}")
@@ -468,16 +468,20 @@ def test_two_evals_on_one_out_generate_each_record_once(folder, tmp_path, monkey
 
 
 @pytest.mark.parametrize("command", ["train", "sft"])
-def test_train_and_sft_refuse_a_run_folder_being_written(folder, tmp_path, capsys, command):
+def test_train_and_sft_refuse_a_run_folder_being_written(folder, tmp_path, capsys, command, monkeypatch):
+    import medrl.models.loading as loading
     from medrl.common.runlock import run_lock
 
+    def never(*a, **k):
+        raise AssertionError("the model was loaded for a run folder another process holds")
+
+    monkeypatch.setattr(loading, "load_policy", never)  # refused before anything heavy starts
     path = _jsonl(folder / "set.jsonl", [_row("a", "ct.png")])
     out = tmp_path / "run"
     recipe = "mrpo" if command == "train" else "sft"
-    with run_lock(out, "medrl train"):
-        t = time.perf_counter()
+    with run_lock(out, f"medrl {command}"):
         rc = main([command, "--recipe", recipe, "--model", MODEL, "--data", f"jsonl:{path}", "--out", str(out)])
-        assert rc != 0 and time.perf_counter() - t < 10
+        assert rc == 6  # Exit.LOCKED
     err = capsys.readouterr().err
     assert f"PID {os.getpid()}" in err and "being written by another process" in err
     assert sorted(p.name for p in out.iterdir()) == [".medrl.lock"]  # nothing of the run written

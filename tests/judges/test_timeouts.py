@@ -91,7 +91,8 @@ def test_default_budget_is_twice_the_timeout():
         build_judge("openai:m", base_url="http://127.0.0.1:9/v1", cache_path=":memory:", timeout=0)
 
 
-def test_eval_with_a_slow_judge_keeps_rows_unscored_then_a_rerun_scores_them(server, tmp_path, monkeypatch, capsys):
+def test_eval_with_a_slow_judge_keeps_rows_unscored_then_a_rerun_scores_them(server, tmp_path, monkeypatch, capsys,
+                                                                              generation_faked_model):
     import medrl.eval.runner as runner
 
     url, app = server
