@@ -14,6 +14,7 @@ folders (one per signature, the main comparison, the judge-noise row) into one t
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -84,14 +85,14 @@ def _plot_paired(path: Path, comps: list[tuple[dict, str, str, str]], title: str
     from medrl.eval.plots import _plt, _save
 
     plt = _plt()
-    fig, axes = plt.subplots(1, len(comps), figsize=(3.4 * len(comps), 3.3), squeeze=False)
+    fig, axes = plt.subplots(1, len(comps), figsize=(3.4 * len(comps), 3.6), squeeze=False)
     for ax, (c, la, lb, panel) in zip(axes[0], comps):
         for x, y in zip(c["a_values"], c["b_values"]):
             if x is not None and y is not None:
                 ax.plot([0, 1], [100 * x, 100 * y], "-o", color="C0", alpha=0.7)
-        ax.set_xticks([0, 1], [la, lb], fontsize=7)
+        ax.set_xticks([0, 1], [textwrap.fill(la, 20), textwrap.fill(lb, 20)], fontsize=7)  # long arm names
         ax.set_ylabel("%")
-        ax.set_title(panel, fontsize=8)
+        ax.set_title(textwrap.fill(panel, 42), fontsize=8)
         ax.set_xlim(-0.4, 1.4)
     fig.suptitle(title, fontsize=10)
     return _save(fig, path)
