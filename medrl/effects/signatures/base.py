@@ -55,6 +55,7 @@ class Signature:
     phantom: dict  # PhantomConfig overrides of the task
     baseline: Arm
     method: Arm
+    make_traces: Callable[..., list]  # (records, seed=, share=, config=) -> warm-up traces, failure planted
     others: tuple[Arm, ...] = ()
     metric: str = "accuracy"  # the claimed metric (a key of medrl.effects.report.METRICS)
     metric_label: str = "accuracy"
@@ -65,7 +66,6 @@ class Signature:
     paper_gain_note: str = ""
     temperature: float | None = None  # the paper's rollout temperature (None: the harness's)
     budget: dict = field(default_factory=dict)  # EffectsConfig overrides of its profile
-    make_traces: Callable[..., list] | None = None
 
     @property
     def arms(self) -> tuple[Arm, ...]:
@@ -74,8 +74,6 @@ class Signature:
 
     def traces(self, records: Sequence[Any], seed: int, config: Any) -> list:
         """The warm-up traces of ``records`` with this signature's failure planted."""
-        if self.make_traces is None:
-            raise NotImplementedError(f"signature {self.name}: no trace function")
         return self.make_traces(records, seed=seed, share=self.share, config=config)
 
     def describe(self) -> dict:
